@@ -1,0 +1,26 @@
+# The two set-up commands of the README: `make run` and `make test`.
+# Both create the virtual environment in .venv and install the project (editable, with the dev
+# extra) the first time, and again whenever pyproject.toml changes.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+SPEC ?= examples/wscc9_campaign.json
+
+.PHONY: run test lint install
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/raptorgrid run $(SPEC)
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .

@@ -1,0 +1,107 @@
+"""Shared pieces of the benchmarks: timing runs, scoring against a reference, and output in the
+one JSON shape of DESIGN.md section 6 (every speed figure a ratio measured in the same run)."""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers import METHODS, solve
+from solvers.metrics import accuracy
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    state: float = 1e-6
+    voltage: float = 1e-6
+    kcl: float = 1e-8
+
+
+def machine() -> str:
+    return f"{platform.machine()} {platform.processor() or ''} python {platform.python_version()}"
+
+
+def reference_method() -> tuple[str, dict]:
+    """Kvaerno5 at tight tolerance when available, else Radau at tighter tolerance."""
+    if "kvaerno5" in METHODS:
+        return "kvaerno5", {"rtol": 1e-10, "atol": 1e-12}
+    return "radau", {"rtol": 1e-11, "atol": 1e-13}
+
+
+def measure(
+    system, scenario, method: str, config: dict, reference, thresholds: Thresholds, repeats: int
+) -> dict:
+    """Run once to warm up (compilation excluded, as the paper does), then ``repeats`` timed
+    runs; report the median solve time and the accuracy of the last run."""
+    result = solve(system, scenario, method, **config)
+    compile_s = result.stats.compile_seconds
+    times = []
+    for _ in range(repeats):
+        result = solve(system, scenario, method, **config)
+        times.append(result.stats.solve_seconds)
+    row = {
+        "method": method,
+        "config": config,
+        "runtime_s": statistics.median(times),
+        "compile_s": compile_s,
+        "accepted": result.stats.accepted,
+        "rejected": result.stats.rejected,
+        "newton_iterations": result.stats.newton_iterations,
+        "status": result.status.value,
+    }
+    if result.succeeded:
+        acc = accuracy(result, reference)
+        row.update(
+            error=acc.state_error,
+            voltage_mae=acc.voltage_mae,
+            max_kcl=acc.max_kcl,
+            qualified=acc.qualified(
+                state_tol=thresholds.state,
+                voltage_tol=thresholds.voltage,
+                kcl_tol=thresholds.kcl,
+            ),
+        )
+    else:
+        row.update(error=None, voltage_mae=None, max_kcl=None, qualified=False)
+    return row
+
+
+def fastest_qualified(rows: list[dict], system: str, method: str) -> dict | None:
+    candidates = [
+        r for r in rows if r["system"] == system and r["method"] == method and r["qualified"]
+    ]
+    return min(candidates, key=lambda r: r["runtime_s"]) if candidates else None
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
+
+
+def print_table(rows: list[dict], columns: list[str]) -> None:
+    widths = [max(len(c), *(len(fmt(r.get(c))) for r in rows)) for c in columns]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for r in rows:
+        print("  ".join(fmt(r.get(c)).ljust(w) for c, w in zip(columns, widths, strict=True)))
+
+
+def dump(benchmark: str, rows: list[dict], speedups: list[dict]) -> str:
+    def clean(v):
+        if isinstance(v, (np.floating, np.integer)):
+            return v.item()
+        return v
+
+    rows = [{k: clean(v) for k, v in r.items()} for r in rows]
+    return json.dumps(
+        {"benchmark": benchmark, "machine": machine(), "rows": rows, "speedups": speedups},
+        indent=1,
+    )

@@ -1,0 +1,37 @@
+"""The HTTP API (FastAPI): one router per resource over the repository functions.
+
+``create_app(settings)`` builds an app bound to one database and one Celery app; uvicorn runs it
+with ``raptorgrid api`` (``uvicorn --factory raptorgrid.api:create_app``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from raptorgrid import __version__
+from raptorgrid.api import errors
+from raptorgrid.api.routes import campaigns, health, runs, solvers
+from raptorgrid.celery_app import create_celery
+from raptorgrid.db import Database
+from raptorgrid.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        app.state.db.dispose()
+
+    app = FastAPI(title="raptorgrid", version=__version__, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.db = Database.from_settings(settings)
+    app.state.celery = create_celery(settings)
+    errors.install(app)
+    for module in (campaigns, runs, solvers, health):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,218 @@
+"""Campaign commands: ``run`` (embedded), ``submit`` and ``status`` (API or local database)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from raptorgrid.cli.errors import EXIT_FAILED, UserError, fail, user_errors
+from raptorgrid.cli.render import campaign_summary, console, counts_line, method_table
+
+SpecArg = Annotated[Path, typer.Argument(help="campaign spec (JSON file, or - for stdin)")]
+ApiOpt = Annotated[str | None, typer.Option("--api", help="base URL of a raptorgrid API")]
+
+
+def load_spec(path: Path) -> dict[str, Any]:
+    """The spec file as a JSON object (a clear error when it is missing or malformed)."""
+    text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a spec is a JSON object")
+    return data
+
+
+def run(
+    spec_path: SpecArg,
+    workers: Annotated[
+        int | None, typer.Option("--workers", "-w", min=1, help="worker processes")
+    ] = None,
+) -> None:
+    """Run a campaign here: SQLite, local Zarr and N real Celery workers (no services needed)."""
+    from raptorgrid import migrate
+    from raptorgrid import repository as repo
+    from raptorgrid.celery_app import create_celery
+    from raptorgrid.db import Database
+    from raptorgrid.embedded import EmbeddedWorkers, WorkersDied, wait_for_campaign
+    from raptorgrid.settings import get_settings
+    from raptorgrid.spec import CampaignCreate
+    from raptorgrid.submission import submit_campaign
+
+    with user_errors():
+        settings = get_settings()
+        raw = load_spec(spec_path)
+        spec = CampaignCreate.model_validate(raw)
+        migrate.upgrade(settings)
+        db = Database.from_settings(settings)
+        celery = create_celery(settings)
+        count = workers or settings.embedded_workers
+        started = time.perf_counter()
+        worker_settings = settings.model_copy(update={"prebuild_networks": [spec.network]})
+        pool = EmbeddedWorkers(worker_settings, count).start()
+        try:
+            submitted = submit_campaign(
+                db=db, celery=celery, settings=settings, spec=spec, raw_spec=raw
+            )
+            console.print(
+                f"campaign {submitted.campaign_id}: {submitted.n_runs} runs "
+                f"({submitted.n_scenarios} scenarios) on {count} workers; data in "
+                f"{settings.data_dir}",
+                markup=False,
+            )
+            with Progress(
+                TextColumn("[bold]runs"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[counts]}"),
+                TimeElapsedColumn(),
+                console=console,
+                transient=False,
+            ) as progress:
+                bar = progress.add_task("runs", total=submitted.n_runs, counts="")
+
+                def show(counts: dict[str, int]) -> None:
+                    done = counts["succeeded"] + counts["failed"] + counts["cancelled"]
+                    shown = {k: counts[k] for k in ("succeeded", "failed", "running", "queued")}
+                    progress.update(bar, completed=done, counts=counts_line(shown))
+
+                campaign = wait_for_campaign(
+                    db=db,
+                    celery=celery,
+                    settings=settings,
+                    campaign_id=submitted.campaign_id,
+                    workers=pool,
+                    on_progress=show,
+                )
+        except WorkersDied as exc:
+            raise fail(str(exc), EXIT_FAILED) from None
+        finally:
+            pool.stop()
+        elapsed = time.perf_counter() - started
+        with db.read() as session:
+            rows = [
+                r.as_dict() for r in repo.method_summary(session=session, campaign_id=campaign.id)
+            ]
+        console.print(method_table(rows, title=escape(f"campaign {campaign.id}: {campaign.name}")))
+        console.print(
+            f"{campaign.status}: {campaign.n_succeeded} succeeded, {campaign.n_failed} failed, "
+            f"{campaign.n_cancelled} cancelled in {elapsed:.1f} s"
+        )
+        db.dispose()
+
+
+def _api_call(method: str, url: str, **kwargs: Any) -> Any:
+    try:
+        response = httpx.request(method, url, timeout=30.0, **kwargs)
+    except httpx.HTTPError as exc:
+        raise UserError(f"cannot reach the API at {url}: {exc}") from None
+    if response.status_code == 422:
+        detail = response.json().get("detail", [])
+        lines = [
+            f"  {'.'.join(str(p) for p in d.get('loc', []) if p != 'body')}: {d.get('msg')}"
+            for d in detail
+        ]
+        raise UserError("the API refused the spec:\n" + "\n".join(lines))
+    if response.status_code >= 400:
+        raise UserError(f"{method} {url}: {response.status_code} {response.text}")
+    return response.json()
+
+
+def submit(spec_path: SpecArg, api: ApiOpt = None) -> None:
+    """Submit a campaign to a running API; prints its id and run count."""
+    from raptorgrid.settings import get_settings
+
+    with user_errors():
+        base = (api or get_settings().api_url).rstrip("/")
+        created = _api_call("POST", f"{base}/campaigns", json=load_spec(spec_path))
+        console.print(
+            f"campaign {created['id']}: {created['n_runs']} runs ({created['n_scenarios']} "
+            f"scenarios) submitted to {base}",
+            markup=False,
+        )
+
+
+def status(
+    campaign_id: Annotated[int, typer.Argument(help="campaign id")],
+    api: ApiOpt = None,
+) -> None:
+    """Progress and per-method summary of a campaign (from the API, or the local database)."""
+    with user_errors():
+        if api:
+            base = api.rstrip("/")
+            campaign = _api_call("GET", f"{base}/campaigns/{campaign_id}")
+            rows = _api_call("GET", f"{base}/campaigns/{campaign_id}/stats")["methods"]
+        else:
+            campaign, rows = _local_status(campaign_id)
+        console.print(campaign_summary(campaign), highlight=False, markup=False)
+        console.print(method_table(rows))
+
+
+def cancel(
+    campaign_id: Annotated[int, typer.Argument(help="campaign id")],
+    api: ApiOpt = None,
+) -> None:
+    """Cancel a campaign: queued runs now, running ones at their next heartbeat."""
+    with user_errors():
+        if api:
+            campaign = _api_call("POST", f"{api.rstrip('/')}/campaigns/{campaign_id}/cancel")
+        else:
+            campaign = _local_cancel(campaign_id)
+        console.print(campaign_summary(campaign), highlight=False, markup=False)
+
+
+def _local_cancel(campaign_id: int) -> dict[str, Any]:
+    from raptorgrid import repository as repo
+    from raptorgrid.db import Database
+    from raptorgrid.settings import get_settings
+    from raptorgrid.tables import utcnow
+
+    db = Database.from_settings(get_settings())
+    try:
+        with db.write() as session:
+            if repo.get_campaign(session=session, campaign_id=campaign_id) is None:
+                raise UserError(f"campaign {campaign_id} not found")
+            repo.cancel_campaign(session=session, campaign_id=campaign_id, now=utcnow())
+    finally:
+        db.dispose()
+    return _local_status(campaign_id)[0]
+
+
+def _local_status(campaign_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    from raptorgrid import repository as repo
+    from raptorgrid.api.schemas import CampaignPublic
+    from raptorgrid.db import Database
+    from raptorgrid.settings import get_settings
+
+    db = Database.from_settings(get_settings())
+    try:
+        with db.read() as session:
+            campaign = repo.get_campaign(session=session, campaign_id=campaign_id)
+            if campaign is None:
+                raise UserError(
+                    f"campaign {campaign_id} not found in {get_settings().database_url}"
+                )
+            counts = repo.run_counts(session=session, campaign_id=campaign_id)
+            public = CampaignPublic.from_row(campaign, counts).model_dump(mode="json")
+            rows = [
+                r.as_dict() for r in repo.method_summary(session=session, campaign_id=campaign_id)
+            ]
+    finally:
+        db.dispose()
+    return public, rows
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(run)
+    app.command()(submit)
+    app.command()(status)
+    app.command()(cancel)

@@ -1,0 +1,55 @@
+"""User errors: one clear message on stderr and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+
+err_console = Console(stderr=True)
+
+EXIT_USER_ERROR = 2
+EXIT_FAILED = 1
+
+
+class UserError(Exception):
+    """A mistake in what the user asked for; the message says what to change."""
+
+
+def _loc(loc: tuple | list) -> str:
+    return ".".join(str(part) for part in loc if part != "body") or "spec"
+
+
+def describe(exc: BaseException) -> str:
+    from raptorgrid.spec import SpecError
+
+    if isinstance(exc, ValidationError):
+        return "\n".join(f"  {_loc(e['loc'])}: {e['msg']}" for e in exc.errors())
+    if isinstance(exc, SpecError):
+        return "\n".join(f"  {_loc(loc)}: {msg}" for loc, msg in exc.errors)
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return str(exc)
+
+
+def fail(message: str, code: int = EXIT_USER_ERROR) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    return typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the errors a user can cause into a message and exit status 2."""
+    from raptorgrid.spec import SpecError
+
+    try:
+        yield
+    except (ValidationError, SpecError) as exc:
+        raise fail(f"invalid input:\n{describe(exc)}") from None
+    except (UserError, KeyError, FileNotFoundError, json.JSONDecodeError, ValueError) as exc:
+        raise fail(describe(exc)) from None

@@ -1,0 +1,58 @@
+"""The reconciler: requeue runs whose worker vanished.
+
+Delivery is at least once on Redis, but a serverless transport loses the message of a worker
+killed with ``kill -9``, and any worker can die mid-run. The SQL lease is the ground truth: a
+running run whose lease expired is requeued (or failed after ``max_attempts``), and when the
+broker queue is empty, queued runs not sent for a while are sent again (claims are idempotent,
+so a duplicate message is harmless). Runs in the CLI process and as ``raptorgrid reconcile``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from celery import Celery
+
+from raptorgrid import repository as repo
+from raptorgrid.db import Database
+from raptorgrid.queueing import enqueue_runs, queue_depth
+from raptorgrid.settings import Settings
+from raptorgrid.tables import utcnow
+from raptorgrid.zarr_store import consolidate_campaign
+
+log = logging.getLogger(__name__)
+
+
+def reconcile_once(*, db: Database, celery: Celery, settings: Settings) -> repo.Requeue:
+    """One pass; returns the run ids requeued (expired or stale) and failed."""
+    with db.write() as session:
+        outcome = repo.requeue_expired(
+            session=session, now=utcnow(), max_attempts=settings.max_attempts
+        )
+    for campaign_id in outcome.finished_campaigns:
+        consolidate_campaign(settings.zarr_root, campaign_id)
+    to_send = list(outcome.requeued)
+    if queue_depth(celery, queue=settings.queue) == 0:
+        with db.write() as session:
+            stale = repo.stale_queued(
+                session=session, now=utcnow(), older_than=settings.requeue_grace_seconds
+            )
+        outcome.requeued.extend(stale)
+        to_send.extend(stale)
+    if to_send:
+        enqueue_runs(celery, to_send, queue=settings.queue)
+        log.warning("reconciler re-sent %d runs: %s", len(to_send), to_send[:20])
+    if outcome.failed:
+        log.warning(
+            "reconciler failed %d runs out of attempts: %s", len(outcome.failed), outcome.failed
+        )
+    return outcome
+
+
+def reconcile_forever(
+    *, db: Database, celery: Celery, settings: Settings, stop: threading.Event
+) -> None:
+    """Reconcile every ``reconcile_seconds`` until ``stop`` is set."""
+    while not stop.wait(settings.reconcile_seconds):
+        reconcile_once(db=db, celery=celery, settings=settings)

@@ -1,0 +1,50 @@
+"""Repository functions (keyword-only arguments) used by every route, the worker and the CLI.
+
+They take a ``Session`` inside a transaction the caller opened (``Database.read``/``write``)
+and never commit, so one request or one worker step is one transaction.
+"""
+
+from raptorgrid.repository.campaigns import (
+    cancel_campaign,
+    create_campaign,
+    get_campaign,
+    record_final,
+    run_counts,
+)
+from raptorgrid.repository.reconcile import Requeue, requeue_expired, stale_queued
+from raptorgrid.repository.runs import (
+    Claim,
+    FinishOutcome,
+    LeaseState,
+    RunInputs,
+    claim_run,
+    finish_run,
+    get_run,
+    list_runs,
+    renew_lease,
+    run_inputs,
+)
+from raptorgrid.repository.summary import MethodSummary, method_summary
+
+__all__ = [
+    "Claim",
+    "FinishOutcome",
+    "LeaseState",
+    "MethodSummary",
+    "Requeue",
+    "RunInputs",
+    "cancel_campaign",
+    "claim_run",
+    "create_campaign",
+    "finish_run",
+    "get_campaign",
+    "get_run",
+    "list_runs",
+    "method_summary",
+    "record_final",
+    "renew_lease",
+    "requeue_expired",
+    "run_counts",
+    "run_inputs",
+    "stale_queued",
+]

@@ -1,0 +1,168 @@
+"""Campaign rows: creation from an expanded spec, reads, counts, cancellation and completion.
+
+Completion is tracked in SQL: every run that reaches a final status adds itself to the
+campaign's totals in the same transaction, and the one that makes the remaining count zero flips
+the campaign to finished, once (the UPDATE serialises concurrent finishers on the campaign row).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.orm import Session
+
+from raptorgrid.spec import CampaignCreate, Expansion
+from raptorgrid.tables import Campaign, CampaignStatus, Run, ScenarioRow
+from solvers.status import FailureReason, RunStatus
+
+_NO_SYNC = {"synchronize_session": False}
+
+
+def create_campaign(
+    *,
+    session: Session,
+    spec: CampaignCreate,
+    expansion: Expansion,
+    now: datetime,
+    raw_spec: dict[str, Any] | None = None,
+) -> tuple[Campaign, list[int]]:
+    """Insert the campaign, its scenarios and its queued runs; returns the run ids."""
+    campaign = Campaign(
+        name=spec.name,
+        network=spec.network,
+        spec=raw_spec if raw_spec is not None else spec.model_dump(mode="json"),
+        status=CampaignStatus.RUNNING.value,
+        t_end=spec.t_end,
+        n_eval=spec.n_eval,
+        n_scenarios=len(expansion.scenarios),
+        n_runs=len(expansion.runs),
+        n_succeeded=0,
+        n_failed=0,
+        n_cancelled=0,
+        created_at=now,
+    )
+    session.add(campaign)
+    session.flush()
+    session.execute(
+        insert(ScenarioRow),
+        [
+            {
+                "campaign_id": campaign.id,
+                "index": s.index,
+                "disturbance": s.disturbance,
+                "ic_seed": s.ic_seed,
+                "ic_spread": s.ic_spread,
+                "label": s.label,
+            }
+            for s in expansion.scenarios
+        ],
+    )
+    scenario_ids = dict(
+        session.execute(
+            select(ScenarioRow.index, ScenarioRow.id).where(ScenarioRow.campaign_id == campaign.id)
+        ).all()
+    )
+    session.execute(
+        insert(Run),
+        [
+            {
+                "campaign_id": campaign.id,
+                "scenario_id": scenario_ids[r.scenario_index],
+                "method": r.method,
+                "options": r.options,
+                "config_label": r.config_label,
+                "status": RunStatus.QUEUED.value,
+                "message": "",
+                "attempts": 0,
+                "created_at": now,
+                "enqueued_at": now,
+            }
+            for r in expansion.runs
+        ],
+    )
+    run_ids = list(
+        session.scalars(select(Run.id).where(Run.campaign_id == campaign.id).order_by(Run.id))
+    )
+    return campaign, run_ids
+
+
+def get_campaign(*, session: Session, campaign_id: int) -> Campaign | None:
+    return session.get(Campaign, campaign_id)
+
+
+def run_counts(*, session: Session, campaign_id: int) -> dict[str, int]:
+    """Runs of the campaign by status (every ``RunStatus`` value present, zeros included)."""
+    counts = {status.value: 0 for status in RunStatus}
+    rows = session.execute(
+        select(Run.status, func.count()).where(Run.campaign_id == campaign_id).group_by(Run.status)
+    ).all()
+    counts.update(dict(rows))
+    return counts
+
+
+def record_final(
+    *,
+    session: Session,
+    campaign_id: int,
+    now: datetime,
+    succeeded: int = 0,
+    failed: int = 0,
+    cancelled: int = 0,
+) -> bool:
+    """Add finished runs to the campaign's totals; True when this call finished the campaign."""
+    session.execute(
+        update(Campaign)
+        .where(Campaign.id == campaign_id)
+        .values(
+            n_succeeded=Campaign.n_succeeded + succeeded,
+            n_failed=Campaign.n_failed + failed,
+            n_cancelled=Campaign.n_cancelled + cancelled,
+        )
+        .execution_options(**_NO_SYNC)
+    )
+    remaining, status = session.execute(
+        select(
+            Campaign.n_runs - Campaign.n_succeeded - Campaign.n_failed - Campaign.n_cancelled,
+            Campaign.status,
+        ).where(Campaign.id == campaign_id)
+    ).one()
+    if remaining > 0:
+        return False
+    # The counter UPDATE above holds the campaign row until commit, so exactly one finisher
+    # sees remaining == 0 with finished_at still unset.
+    final = CampaignStatus.FINISHED.value if status == CampaignStatus.RUNNING.value else status
+    flipped = session.execute(
+        update(Campaign)
+        .where(Campaign.id == campaign_id, Campaign.finished_at.is_(None))
+        .values(finished_at=now, status=final)
+        .execution_options(**_NO_SYNC)
+    )
+    return flipped.rowcount == 1
+
+
+def cancel_campaign(*, session: Session, campaign_id: int, now: datetime) -> bool:
+    """Cancel a running campaign: queued runs are cancelled now, running ones stop at their next
+    heartbeat. False when the campaign was not running."""
+    changed = session.execute(
+        update(Campaign)
+        .where(Campaign.id == campaign_id, Campaign.status == CampaignStatus.RUNNING.value)
+        .values(status=CampaignStatus.CANCELLED.value)
+        .execution_options(**_NO_SYNC)
+    )
+    if changed.rowcount != 1:
+        return False
+    cancelled = session.execute(
+        update(Run)
+        .where(Run.campaign_id == campaign_id, Run.status == RunStatus.QUEUED.value)
+        .values(
+            status=RunStatus.CANCELLED.value,
+            reason=FailureReason.CANCELLED.value,
+            message=FailureReason.CANCELLED.advice,
+            finished_at=now,
+        )
+        .execution_options(**_NO_SYNC)
+    ).rowcount
+    record_final(session=session, campaign_id=campaign_id, now=now, cancelled=cancelled)
+    return True

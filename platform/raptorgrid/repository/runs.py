@@ -1,0 +1,242 @@
+"""Run rows: listing and reading for the API, and the worker's claim/heartbeat/finish protocol.
+
+Delivery is at least once (DESIGN §7), so a run is *claimed* in SQL with one conditional UPDATE
+and a lease; only the claimant's current attempt may heartbeat or finish it, and finishing writes
+status, metrics (upsert keyed by run id) and the campaign totals in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from raptorgrid.repository.campaigns import record_final
+from raptorgrid.tables import STATS_COLUMNS, Campaign, CampaignStatus, Run, RunMetrics, ScenarioRow
+from solvers.status import RunStatus
+
+_NO_SYNC = {"synchronize_session": False}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claimed run: its current attempt number is the token for heartbeat and finish."""
+
+    run_id: int
+    attempt: int
+    worker: str
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """Everything a worker needs to solve a run, read once after the claim."""
+
+    run_id: int
+    campaign_id: int
+    campaign_status: str
+    network: str
+    t_end: float
+    n_eval: int
+    method: str
+    options: dict[str, Any]
+    disturbance: dict[str, Any]
+    ic_seed: int
+    ic_spread: float
+    scenario_label: str
+
+
+class LeaseState(StrEnum):
+    HELD = "held"
+    LOST = "lost"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class FinishOutcome:
+    recorded: bool
+    campaign_id: int
+    campaign_finished: bool
+
+
+def list_runs(
+    *,
+    session: Session,
+    campaign_id: int,
+    status: str | None = None,
+    method: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[tuple[Run, RunMetrics | None]], int]:
+    """One page of a campaign's runs (by id) with their metrics, and the filtered total."""
+    conditions = [Run.campaign_id == campaign_id]
+    if status is not None:
+        conditions.append(Run.status == status)
+    if method is not None:
+        conditions.append(Run.method == method)
+    total = session.execute(select(func.count()).select_from(Run).where(*conditions)).scalar_one()
+    rows = session.execute(
+        select(Run, RunMetrics)
+        .outerjoin(RunMetrics, RunMetrics.run_id == Run.id)
+        .where(*conditions)
+        .order_by(Run.id)
+        .limit(limit)
+        .offset(offset)
+    )
+    return [tuple(row) for row in rows], total
+
+
+def get_run(*, session: Session, run_id: int) -> tuple[Run, ScenarioRow, RunMetrics | None] | None:
+    row = session.execute(
+        select(Run, ScenarioRow, RunMetrics)
+        .join(ScenarioRow, ScenarioRow.id == Run.scenario_id)
+        .outerjoin(RunMetrics, RunMetrics.run_id == Run.id)
+        .where(Run.id == run_id)
+    ).first()
+    return None if row is None else tuple(row)
+
+
+def claim_run(
+    *,
+    session: Session,
+    run_id: int,
+    worker: str,
+    now: datetime,
+    lease_seconds: float,
+    max_attempts: int,
+) -> Claim | None:
+    """Claim a queued run, or a running one whose lease expired; None when another holds it,
+    it is final, or it has used its attempts. One conditional UPDATE: never two claimants."""
+    claimed = session.execute(
+        update(Run)
+        .where(
+            Run.id == run_id,
+            Run.attempts < max_attempts,
+            or_(
+                Run.status == RunStatus.QUEUED.value,
+                and_(Run.status == RunStatus.RUNNING.value, Run.lease_until < now),
+            ),
+        )
+        .values(
+            status=RunStatus.RUNNING.value,
+            attempts=Run.attempts + 1,
+            lease_until=now + timedelta(seconds=lease_seconds),
+            worker=worker,
+            started_at=now,
+            reason=None,
+            message="",
+            traceback=None,
+        )
+        .execution_options(**_NO_SYNC)
+    )
+    if claimed.rowcount != 1:
+        return None
+    attempt = session.execute(select(Run.attempts).where(Run.id == run_id)).scalar_one()
+    return Claim(run_id=run_id, attempt=attempt, worker=worker)
+
+
+def run_inputs(*, session: Session, run_id: int) -> RunInputs:
+    run, scenario, campaign = session.execute(
+        select(Run, ScenarioRow, Campaign)
+        .join(ScenarioRow, ScenarioRow.id == Run.scenario_id)
+        .join(Campaign, Campaign.id == Run.campaign_id)
+        .where(Run.id == run_id)
+    ).one()
+    return RunInputs(
+        run_id=run.id,
+        campaign_id=campaign.id,
+        campaign_status=campaign.status,
+        network=campaign.network,
+        t_end=campaign.t_end,
+        n_eval=campaign.n_eval,
+        method=run.method,
+        options=dict(run.options),
+        disturbance=dict(scenario.disturbance),
+        ic_seed=scenario.ic_seed,
+        ic_spread=scenario.ic_spread,
+        scenario_label=scenario.label,
+    )
+
+
+def renew_lease(
+    *, session: Session, run_id: int, attempt: int, now: datetime, lease_seconds: float
+) -> LeaseState:
+    """Extend the lease of the current attempt; says whether it was lost or the campaign was
+    cancelled (the worker then stops)."""
+    renewed = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.attempts == attempt, Run.status == RunStatus.RUNNING.value)
+        .values(lease_until=now + timedelta(seconds=lease_seconds))
+        .execution_options(**_NO_SYNC)
+    )
+    if renewed.rowcount != 1:
+        return LeaseState.LOST
+    status = session.execute(
+        select(Campaign.status).join(Run, Run.campaign_id == Campaign.id).where(Run.id == run_id)
+    ).scalar_one()
+    return LeaseState.CANCELLED if status == CampaignStatus.CANCELLED.value else LeaseState.HELD
+
+
+def _upsert_metrics(session: Session, values: dict[str, Any]) -> None:
+    dialect = session.get_bind().dialect.name
+    insert = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}.get(dialect)
+    if insert is None:  # portable fallback: the finishing transaction holds the run row
+        session.merge(RunMetrics(**values))
+        return
+    stmt = insert(RunMetrics).values(**values)
+    updates = {k: stmt.excluded[k] for k in values if k != "run_id"}
+    session.execute(stmt.on_conflict_do_update(index_elements=["run_id"], set_=updates))
+
+
+def finish_run(
+    *,
+    session: Session,
+    run_id: int,
+    attempt: int,
+    status: RunStatus,
+    now: datetime,
+    reason: str | None = None,
+    message: str = "",
+    traceback: str | None = None,
+    zarr_group: str | None = None,
+    metrics: dict[str, Any] | None = None,
+) -> FinishOutcome:
+    """Record the final status of attempt ``attempt`` (ignored when a later attempt owns the
+    run), its metrics, and the campaign totals; says whether this finished the campaign."""
+    if not status.is_final:
+        raise ValueError(f"finish_run needs a final status, not {status.value!r}")
+    finished = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.attempts == attempt, Run.status == RunStatus.RUNNING.value)
+        .values(
+            status=status.value,
+            reason=reason,
+            message=message,
+            traceback=traceback,
+            zarr_group=zarr_group,
+            lease_until=None,
+            finished_at=now,
+        )
+        .execution_options(**_NO_SYNC)
+    )
+    campaign_id = session.execute(select(Run.campaign_id).where(Run.id == run_id)).scalar_one()
+    if finished.rowcount != 1:
+        return FinishOutcome(recorded=False, campaign_id=campaign_id, campaign_finished=False)
+    if metrics is not None:
+        missing = set(STATS_COLUMNS) - set(metrics)
+        if missing:
+            raise ValueError(f"metrics lack {sorted(missing)}")
+        _upsert_metrics(session, {"run_id": run_id, "attempt": attempt, **metrics})
+    done = record_final(
+        session=session,
+        campaign_id=campaign_id,
+        now=now,
+        succeeded=int(status is RunStatus.SUCCEEDED),
+        failed=int(status is RunStatus.FAILED),
+        cancelled=int(status is RunStatus.CANCELLED),
+    )
+    return FinishOutcome(recorded=True, campaign_id=campaign_id, campaign_finished=done)

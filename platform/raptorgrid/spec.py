@@ -1,0 +1,222 @@
+"""The campaign spec and its expansion into scenarios and runs.
+
+Two stages, both reporting errors as ``(loc, message)`` pairs that name the field:
+
+1. ``CampaignCreate`` (pydantic, ``extra=forbid``) checks the structure, the network name, the
+   method names and every swept option configuration against ``solvers.catalogue``.
+2. ``expand`` checks what needs settings or the built network (horizon and run-count limits,
+   disturbance element names, event times) and returns the scenarios and runs to store.
+
+Expansion: scenarios = disturbances x initial-condition instances (``ic_seed = seed + k``),
+runs = scenarios x configurations, where an option given as a list is a sweep and the
+configurations of a method are the cartesian product of its sweeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from models.disturbances import Disturbance, NoDisturbance
+from models.library import build_system, network_names
+from raptorgrid.settings import Settings
+from solvers.catalogue import UnknownMethodError, validate_options
+
+Loc = tuple[str | int, ...]
+
+ELEMENT_FIELDS = ("bus", "branch", "generator", "load")
+"""Fields of a disturbance that name a network element (checked against the built network)."""
+
+
+class SpecError(ValueError):
+    """Spec errors found after parsing, each ``(loc, message)`` with ``loc`` inside the spec."""
+
+    def __init__(self, errors: list[tuple[Loc, str]]) -> None:
+        self.errors = errors
+        super().__init__(
+            "; ".join(f"{'.'.join(map(str, loc)) or 'spec'}: {m}" for loc, m in errors)
+        )
+
+
+class InitialConditions(BaseModel):
+    """``count`` seeded instances around the equilibrium (seed + k, k < count)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(1, ge=1, le=10_000)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    spread: float = Field(0.0, ge=0.0, le=100.0)
+
+
+class MethodSweep(BaseModel):
+    """A method and its options; an option given as a list is swept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, value: str) -> str:
+        try:
+            validate_options(value, {})
+        except UnknownMethodError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _valid_configurations(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        method = info.data.get("method")
+        if method is None:  # the method itself was invalid; that error is reported
+            return value
+        for key, values in value.items():
+            if isinstance(values, list) and not values:
+                raise ValueError(f"option {key!r}: an empty sweep gives no configuration")
+        for config in configurations(value):
+            try:
+                validate_options(method, config)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors()
+                )
+                raise ValueError(
+                    f"{method} configuration {config_label(config)}: {problems}"
+                ) from None
+        return value
+
+
+class CampaignCreate(BaseModel):
+    """A campaign as submitted (``POST /campaigns``, ``raptorgrid run SPEC``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    network: str
+    t_end: float = Field(gt=0.0, description="horizon (s); capped by the max_horizon setting")
+    n_eval: int = Field(201, ge=2, description="points of the evaluation grid")
+    disturbances: list[Disturbance] = Field(default_factory=lambda: [NoDisturbance()], min_length=1)
+    initial_conditions: InitialConditions = Field(default_factory=InitialConditions)
+    methods: list[MethodSweep] = Field(min_length=1)
+
+    @field_validator("network")
+    @classmethod
+    def _known_network(cls, value: str) -> str:
+        if value not in network_names():
+            raise ValueError(f"unknown network {value!r}; valid networks: {network_names()}")
+        return value
+
+
+def configurations(options: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cartesian product of the swept options (a list value is a sweep)."""
+    keys = list(options)
+    axes = [v if isinstance(v, list) else [v] for v in options.values()]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
+
+
+def config_label(options: dict[str, Any]) -> str:
+    """A short, stable label of one configuration: ``rtol=1e-06,atol=1e-08`` or ``default``."""
+    if not options:
+        return "default"
+    return ",".join(f"{k}={json.dumps(v) if isinstance(v, str) else v}" for k, v in options.items())
+
+
+@dataclass(frozen=True)
+class ScenarioPlan:
+    index: int
+    disturbance: dict[str, Any]
+    ic_seed: int
+    ic_spread: float
+    label: str
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    scenario_index: int
+    method: str
+    options: dict[str, Any]
+    config_label: str
+
+
+@dataclass(frozen=True)
+class Expansion:
+    scenarios: list[ScenarioPlan]
+    runs: list[RunPlan]
+
+
+def _disturbance_label(disturbance: Any) -> str:
+    fields = [getattr(disturbance, f) for f in ELEMENT_FIELDS if hasattr(disturbance, f)]
+    return ":".join([disturbance.kind, *fields])
+
+
+def check_disturbances(spec: CampaignCreate) -> list[tuple[Loc, str]]:
+    """Element names against the built network, and event times against the horizon."""
+    system = build_system(spec.network)
+    errors: list[tuple[Loc, str]] = []
+    for i, disturbance in enumerate(spec.disturbances):
+        try:
+            disturbance.events(system)
+        except KeyError as exc:
+            field = next((f for f in ELEMENT_FIELDS if hasattr(disturbance, f)), "kind")
+            errors.append((("disturbances", i, field), str(exc.args[0])))
+            continue
+        if disturbance.last_time() > spec.t_end:
+            errors.append(
+                (
+                    ("disturbances", i),
+                    f"the last event (t = {disturbance.last_time()} s) is after the horizon "
+                    f"t_end = {spec.t_end} s",
+                )
+            )
+    return errors
+
+
+def expand(spec: CampaignCreate, *, settings: Settings) -> Expansion:
+    """Scenarios and runs of ``spec``; raises ``SpecError`` naming every offending field."""
+    errors: list[tuple[Loc, str]] = []
+    if spec.t_end > settings.max_horizon:
+        errors.append((("t_end",), f"the horizon is limited to {settings.max_horizon} s"))
+    if spec.n_eval > settings.max_eval_points:
+        errors.append((("n_eval",), f"n_eval is limited to {settings.max_eval_points} points"))
+    configs = [
+        (sweep.method, config) for sweep in spec.methods for config in configurations(sweep.options)
+    ]
+    ic = spec.initial_conditions
+    n_scenarios = len(spec.disturbances) * ic.count
+    n_runs = n_scenarios * len(configs)
+    if n_runs > settings.max_runs_per_campaign:
+        errors.append(
+            (
+                ("methods",),
+                f"the campaign expands to {n_runs} runs ({len(spec.disturbances)} disturbances x "
+                f"{ic.count} initial conditions x {len(configs)} configurations); the limit is "
+                f"{settings.max_runs_per_campaign} runs per campaign: split it",
+            )
+        )
+    if errors:  # do not build the network for a spec refused anyway
+        raise SpecError(errors)
+    errors = check_disturbances(spec)
+    if errors:
+        raise SpecError(errors)
+    scenarios = [
+        ScenarioPlan(
+            index=d * ic.count + k,
+            disturbance=disturbance.model_dump(mode="json"),
+            ic_seed=ic.seed + k,
+            ic_spread=ic.spread,
+            label=f"{_disturbance_label(disturbance)}#{k}",
+        )
+        for d, disturbance in enumerate(spec.disturbances)
+        for k in range(ic.count)
+    ]
+    runs = [
+        RunPlan(scenario.index, method, config, config_label(config))
+        for scenario in scenarios
+        for method, config in configs
+    ]
+    return Expansion(scenarios, runs)

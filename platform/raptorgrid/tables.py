@@ -1,0 +1,175 @@
+"""SQL tables (SQLAlchemy 2 typed declarative). Created only by the Alembic migrations.
+
+Statuses are stored as strings whose values are ``solvers.status.RunStatus`` (runs) and
+``CampaignStatus`` (campaigns), so the solver result, the SQL row and the API share one enum.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime on every backend (SQLite keeps no zone: store UTC, read it back
+    as UTC), so lease comparisons are the same on SQLite and PostgreSQL."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class CampaignStatus(StrEnum):
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Campaign(Base):
+    """A submitted study: its spec verbatim, and totals kept by the runs as they finish."""
+
+    __tablename__ = "campaigns"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    network: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default=CampaignStatus.RUNNING.value)
+    t_end: Mapped[float] = mapped_column(Float)
+    n_eval: Mapped[int] = mapped_column(Integer)
+    n_scenarios: Mapped[int] = mapped_column(Integer, default=0)
+    n_runs: Mapped[int] = mapped_column(Integer, default=0)
+    n_succeeded: Mapped[int] = mapped_column(Integer, default=0)
+    n_failed: Mapped[int] = mapped_column(Integer, default=0)
+    n_cancelled: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class ScenarioRow(Base):
+    """One disturbance x one initial-condition instance of a campaign."""
+
+    __tablename__ = "scenarios"
+    __table_args__ = (UniqueConstraint("campaign_id", "index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(
+        ForeignKey("campaigns.id", ondelete="CASCADE"), index=True
+    )
+    index: Mapped[int] = mapped_column(Integer)
+    disturbance: Mapped[dict[str, Any]] = mapped_column(JSON)
+    ic_seed: Mapped[int] = mapped_column(Integer)
+    ic_spread: Mapped[float] = mapped_column(Float)
+    label: Mapped[str] = mapped_column(String(200))
+
+
+class Run(Base):
+    """One scenario solved by one method configuration; claimed by a worker with a lease."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index(None, "campaign_id", "status"), Index(None, "status", "lease_until"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    scenario_id: Mapped[int] = mapped_column(
+        ForeignKey("scenarios.id", ondelete="CASCADE"), index=True
+    )
+    method: Mapped[str] = mapped_column(String(64))
+    options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    config_label: Mapped[str] = mapped_column(String(400))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+    traceback: Mapped[str | None] = mapped_column(Text, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    zarr_group: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class RunMetrics(Base):
+    """Work counters (every ``solvers.Stats`` field) and sizes of one run's committed attempt;
+    the error columns are filled later by scoring against the scenario's reference."""
+
+    __tablename__ = "run_metrics"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    accepted: Mapped[int] = mapped_column(Integer)
+    rejected: Mapped[int] = mapped_column(Integer)
+    newton_iterations: Mapped[int] = mapped_column(Integer)
+    algebraic_iterations: Mapped[int] = mapped_column(Integer)
+    jacobian_evaluations: Mapped[int] = mapped_column(Integer)
+    lu_factorizations: Mapped[int] = mapped_column(Integer)
+    rhs_evaluations: Mapped[int] = mapped_column(Integer)
+    compile_seconds: Mapped[float] = mapped_column(Float)
+    solve_seconds: Mapped[float] = mapped_column(Float)
+    runtime_seconds: Mapped[float] = mapped_column(Float)
+    n_points: Mapped[int] = mapped_column(Integer)
+    n_accepted_points: Mapped[int] = mapped_column(Integer)
+    final_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    state_error: Mapped[float | None] = mapped_column(Float, nullable=True)
+    voltage_mae: Mapped[float | None] = mapped_column(Float, nullable=True)
+    kcl_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+STATS_COLUMNS = (
+    "accepted",
+    "rejected",
+    "newton_iterations",
+    "algebraic_iterations",
+    "jacobian_evaluations",
+    "lu_factorizations",
+    "rhs_evaluations",
+    "compile_seconds",
+    "solve_seconds",
+)
+"""The ``solvers.Stats`` fields, one column each (checked against the dataclass in the tests)."""

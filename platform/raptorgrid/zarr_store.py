@@ -1,0 +1,158 @@
+"""Trajectories in Zarr: one store per campaign, one group per run, read by name.
+
+Layout (paths are pure functions of the ids)::
+
+    <zarr_root>/campaign_<campaign_id>.zarr/            a Zarr group
+    <zarr_root>/campaign_<campaign_id>.zarr/run_<id>/   an xarray Dataset
+
+so ``xarray.open_zarr(store, group="run_<id>")`` returns the run with its state, algebraic and
+output names as coordinates. A run is written whole into a staging folder beside the stores and
+renamed into place (replacing any earlier partial attempt); only then does the worker commit
+success in SQL, so a committed run always has its complete group. Each run is its own set of
+chunks, so concurrent workers never share a chunk (DESIGN §7). The campaign's metadata is
+consolidated once, when the campaign finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from solvers.result import SolveResult
+
+STAGING = ".staging"
+"""Folder under the Zarr root where runs are written before being renamed into place."""
+
+
+def campaign_store(zarr_root: Path, campaign_id: int) -> Path:
+    return Path(zarr_root) / f"campaign_{campaign_id}.zarr"
+
+
+def run_group(run_id: int) -> str:
+    return f"run_{run_id}"
+
+
+def run_group_path(campaign_id: int, run_id: int) -> str:
+    """The run's group relative to the Zarr root (stored on the run row)."""
+    return f"{campaign_store(Path(), campaign_id).name}/{run_group(run_id)}"
+
+
+def ensure_campaign_store(zarr_root: Path, campaign_id: int) -> Path:
+    """Create the campaign's root group once; safe when several workers race to do it (the
+    group document is written aside and renamed into place)."""
+    store = campaign_store(zarr_root, campaign_id)
+    if (store / "zarr.json").is_file():
+        return store
+    aside = Path(zarr_root) / STAGING / f"root-{campaign_id}-{uuid.uuid4().hex}.zarr"
+    zarr.open_group(str(aside), mode="w", zarr_format=3, attributes={"campaign_id": campaign_id})
+    store.mkdir(parents=True, exist_ok=True)
+    os.replace(aside / "zarr.json", store / "zarr.json")
+    shutil.rmtree(aside, ignore_errors=True)
+    return store
+
+
+def _names(values: tuple[str, ...]) -> np.ndarray:
+    return np.array(list(values), dtype=object)
+
+
+def result_dataset(result: SolveResult, attrs: dict[str, Any] | None = None) -> xr.Dataset:
+    """The run as a Dataset: ``x``/``z``/``y`` on the evaluation grid (dim ``time``) and the
+    accepted advances ``t_acc``/``x_acc``/``z_acc`` (dim ``step``)."""
+    meta = {
+        "method": result.method,
+        "options": json.dumps(result.options, default=str),
+        "status": str(result.status),
+        "reason": str(result.reason) if result.reason is not None else "",
+        "message": result.message,
+        "events": json.dumps(result.events, default=str),
+        **(attrs or {}),
+    }
+    n_x, n_z, n_y = len(result.state_names), len(result.alg_names), len(result.output_names)
+    return xr.Dataset(
+        {
+            "x": (("time", "state"), np.asarray(result.x_eval, float).reshape(-1, n_x)),
+            "z": (("time", "algebraic"), np.asarray(result.z_eval, float).reshape(-1, n_z)),
+            "y": (("time", "output"), np.asarray(result.y_eval, float).reshape(-1, n_y)),
+            "t_acc": (("step",), np.asarray(result.t, float)),
+            "x_acc": (("step", "state"), np.asarray(result.x, float).reshape(-1, n_x)),
+            "z_acc": (("step", "algebraic"), np.asarray(result.z, float).reshape(-1, n_z)),
+        },
+        coords={
+            "time": np.asarray(result.t_eval, float),
+            "state": _names(result.state_names),
+            "algebraic": _names(result.alg_names),
+            "output": _names(result.output_names),
+        },
+        attrs=meta,
+    )
+
+
+def _fsync_tree(root: Path) -> None:
+    """Flush every file and folder under ``root`` so the rename publishes durable data."""
+    for folder, _, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_run(
+    zarr_root: Path, campaign_id: int, run_id: int, dataset: xr.Dataset, *, fsync: bool = True
+) -> str:
+    """Write ``dataset`` as the run's group, atomically; returns its path under the root.
+    ``fsync`` makes the published group survive a machine crash, not only a process crash."""
+    store = ensure_campaign_store(zarr_root, campaign_id)
+    staging_root = Path(zarr_root) / STAGING
+    staging_root.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex
+    staged = staging_root / f"c{campaign_id}-{run_group(run_id)}-{token}"
+    encoding = {
+        name: {"chunks": tuple(max(1, n) for n in dataset[name].shape)}
+        for name in dataset.variables
+    }
+    dataset.to_zarr(str(staged), mode="w", zarr_format=3, consolidated=False, encoding=encoding)
+    if fsync:
+        _fsync_tree(staged)
+    final = store / run_group(run_id)
+    if final.exists():  # an earlier attempt's group: move it aside, then replace it
+        retired = staging_root / f"retired-{final.name}-{token}"
+        os.rename(final, retired)
+        os.rename(staged, final)
+        shutil.rmtree(retired)
+    else:
+        os.rename(staged, final)
+    return run_group_path(campaign_id, run_id)
+
+
+def open_run(zarr_root: Path, campaign_id: int, run_id: int) -> xr.Dataset:
+    """The stored run (lazy arrays) by ids."""
+    return xr.open_zarr(
+        str(campaign_store(zarr_root, campaign_id)), group=run_group(run_id), consolidated=False
+    )
+
+
+def consolidate_campaign(zarr_root: Path, campaign_id: int) -> None:
+    """Consolidate the campaign's metadata once, when it has finished, so that opening any run
+    reads one document (the Zarr 3 extension is not in the spec yet: its warning is expected)."""
+    store = campaign_store(zarr_root, campaign_id)
+    if not (store / "zarr.json").is_file():
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+        zarr.consolidate_metadata(str(store))

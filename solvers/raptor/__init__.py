@@ -1,0 +1,1 @@
+"""RAPTOR: the random-projection physics-informed transient solver (see ``docs/raptor.md``)."""

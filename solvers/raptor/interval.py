@@ -1,0 +1,197 @@
+"""One RAPTOR interval attempt, compiled once per system structure.
+
+Given x_k, z_k, the interval length h (traced), a frozen reduced Jacobian A_0 and a basis bank
+(selected by a traced index from device-resident stacked banks), the attempt
+
+1. factorizes the M decoupled chord matrices (I - h lam_j A_0) (complex, size n_x) and the
+   real (I - h A_0) used by the predictor and the error filter;
+2. initializes the coefficients by matching the start derivative f(x_k) and a predicted end
+   derivative f(x_hat), x_hat = x_k + h (I - h A_0)^-1 f(x_k) (linearly implicit Euler: plain
+   forward Euler explodes for h |lam| > 2), biased towards the previous interval's coefficients
+   with weight ``mu`` (0 after events and rejections);
+3. runs the chord (modified Newton) iteration on Y = h Q F(x_k + Y), recovering z at every
+   collocation point from g = 0 (warm-started Newton), with Hairer-Wanner convergence control
+   on the contraction rate theta;
+4. evaluates the acceptance indicator: the DAE residual h x_w'(s) - h f(x_w(s), z(s)) at the
+   off-grid checkpoints, filtered by (I - h A_0)^-1 (so stiff components are not over-penalised)
+   and normalised by atol + rtol |x|, RMS over points and states.
+
+Shapes (n_x, n_z, N, M) and iteration caps are static; everything else is traced, so h, the
+shape parameters, event parameters and the initial state never cause a recompilation.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import lu_factor, lu_solve
+
+from models.dae import DAESystem
+
+STATUS_RUNNING, STATUS_CONVERGED, STATUS_DIVERGED = 0, 1, 2
+ALG_MAX_ITER = 12
+"""Cap on algebraic Newton iterations per point per chord iteration (warm starts need 1-3)."""
+ALG_STEP_TOL = 1e-12
+NEGLIGIBLE_UPDATE = 1e-6
+"""A chord update this small (in units of the tolerance) is converged whatever the rate: at an
+equilibrium the updates are round-off, whose 'rate' is meaningless."""
+"""Algebraic Newton stops when its update is below this relative to max(1, |z|)."""
+
+
+def _algebraic_newton(g):
+    g_z = jax.jacfwd(g, argnums=1)
+
+    def solve(x, z, p):
+        def cond(carry):
+            _, it, step = carry
+            return (it < ALG_MAX_ITER) & (step > ALG_STEP_TOL)
+
+        def body(carry):
+            z, it, _ = carry
+            dz = jnp.linalg.solve(g_z(x, z, p), g(x, z, p))
+            z = z - dz
+            step = jnp.max(jnp.abs(dz)) / jnp.maximum(1.0, jnp.max(jnp.abs(z)))
+            return z, it + 1, jnp.where(jnp.isfinite(step), step, -1.0)
+
+        z, it, _ = jax.lax.while_loop(cond, body, (z, 0, jnp.inf))
+        return z, it
+
+    return solve
+
+
+def make_attempt(system: DAESystem, max_newton: int):
+    """The attempt function for ``system`` (pure JAX; see module doc for the algorithm)."""
+    f, g = system.f, system.g
+    solve_z = _algebraic_newton(g)
+    solve_z_points = jax.vmap(solve_z, in_axes=(0, 0, None))
+    f_points = jax.vmap(f, in_axes=(0, 0, None))
+
+    def attempt(x_k, z_k, f_k, h, p, a0, banks, idx, w_prev, mu, rtol, atol, kappa):
+        bank = {name: arr[idx] for name, arr in banks.items()}
+        n = x_k.shape[0]
+        eye = jnp.eye(n)
+        lam = bank["lam"]
+        # 1. factorizations: M complex chord matrices and the real filter/predictor matrix
+        chord = jax.vmap(lambda lj: lu_factor(eye.astype(lam.dtype) - h * lj * a0))(lam)
+        filt = lu_factor(eye - h * a0)
+        # 2. initial coefficients
+        x_hat = x_k + h * lu_solve(filt, f_k)
+        z_hat, it_hat = solve_z(x_hat, z_k, p)
+        f_hat = f(x_hat, z_hat, p)
+        b = h * jnp.stack([f_k, f_hat])  # (2, n): h x'(0), h x'(1)
+        w_fit = bank["init_reg"] @ (bank["init_e"].T @ b + mu * w_prev)  # (N, n)
+        y_cont = bank["psi_colloc"] @ w_fit
+        y_min = bank["init_map"] @ b
+        y0 = jnp.where(mu > 0, y_cont, y_min)
+        zc0 = jnp.broadcast_to(z_k, (lam.shape[0], z_k.shape[0]))
+        q, t, t_inv = bank["q"], bank["t"], bank["t_inv"]
+
+        def scale(x_pts):
+            return atol + rtol * jnp.maximum(jnp.abs(x_k), jnp.abs(x_pts))
+
+        def cond(carry):
+            return carry["status"] == STATUS_RUNNING
+
+        def body(carry):
+            y, zc = carry["y"], carry["zc"]
+            xc = x_k + y
+            zc, it_alg = solve_z_points(xc, zc, p)
+            fc = f_points(xc, zc, p)
+            resid = y - h * (q @ fc)
+            rhs = t_inv @ resid.astype(t_inv.dtype)  # (M, n) decoupled right-hand sides
+            dw = -jax.vmap(lambda lu, piv, r: lu_solve((lu, piv), r))(chord[0], chord[1], rhs)
+            dy = jnp.real(t @ dw)
+            y_new = y + dy
+            dnorm = jnp.sqrt(jnp.mean((dy / scale(xc)) ** 2))
+            it = carry["it"] + 1
+            rate = jnp.where(carry["it"] > 0, dnorm / carry["dnorm"], 0.0)
+            finite = jnp.all(jnp.isfinite(y_new)) & jnp.isfinite(dnorm)
+            converged = (dnorm <= NEGLIGIBLE_UPDATE) | (
+                (carry["it"] > 0) & (rate < 1.0) & (rate / (1.0 - rate) * dnorm < kappa)
+            )
+            slow = (
+                (carry["it"] > 0)
+                & ~converged
+                & ((rate >= 1.0) | (rate ** (max_newton - it) / (1.0 - rate) * dnorm > kappa))
+            )
+            status = jnp.where(
+                ~finite | slow,
+                STATUS_DIVERGED,
+                jnp.where(
+                    converged,
+                    STATUS_CONVERGED,
+                    jnp.where(it >= max_newton, STATUS_DIVERGED, STATUS_RUNNING),
+                ),
+            )
+            return {
+                "y": y_new,
+                "zc": zc,
+                "it": it,
+                "dnorm": dnorm,
+                "rate_max": jnp.maximum(carry["rate_max"], rate),
+                "status": status,
+                "alg_it": carry["alg_it"] + jnp.sum(it_alg),
+            }
+
+        init = {
+            "y": y0,
+            "zc": zc0,
+            "it": 0,
+            "dnorm": jnp.inf,
+            "rate_max": 0.0,
+            "status": STATUS_RUNNING,
+            "alg_it": it_hat,
+        }
+        out = jax.lax.while_loop(cond, body, init)
+        y = out["y"]
+        xc = x_k + y
+        zc, it_alg = solve_z_points(xc, out["zc"], p)
+        fc = f_points(xc, zc, p)
+        # 4. acceptance indicator at the off-grid checkpoints
+        x_chk = x_k + bank["check_values"] @ y
+        z_guess = z_k + bank["check_values"] @ (zc - z_k)
+        z_chk, it_chk = solve_z_points(x_chk, z_guess, p)
+        defect = bank["check_slopes"] @ y - h * f_points(x_chk, z_chk, p)  # (M, n)
+        filtered = lu_solve(filt, defect.T).T
+        err = jnp.sqrt(jnp.mean((filtered / scale(x_chk)) ** 2))
+        g_end = jnp.max(jnp.abs(g(xc[-1], zc[-1], p)))
+        err = jnp.where(jnp.isfinite(err), err, jnp.inf)
+        return {
+            "y": y,
+            "zc": zc,
+            "x_end": xc[-1],
+            "z_end": zc[-1],
+            "f_end": fc[-1],
+            "w": bank["d_pinv"] @ (bank["q_inv"] @ y),
+            "err": err,
+            "status": out["status"],
+            "newton_iterations": out["it"],
+            "rate_max": out["rate_max"],
+            "alg_iterations": out["alg_it"] + jnp.sum(it_alg) + jnp.sum(it_chk),
+            "g_end": g_end,
+        }
+
+    return attempt
+
+
+_CACHE: weakref.WeakKeyDictionary[DAESystem, dict] = weakref.WeakKeyDictionary()
+
+
+def compiled_attempt(system: DAESystem, example_args: tuple, max_newton: int) -> tuple[Any, float]:
+    """AOT-compiled attempt for ``system`` (cached per system and shapes) and the compile seconds
+    spent by this call (0 when cached)."""
+    shapes = tuple((k, v.shape) for k, v in sorted(example_args[6].items())) + (
+        max_newton,
+        example_args[8].shape,
+    )
+    per_system = _CACHE.setdefault(system, {})
+    if shapes in per_system:
+        return per_system[shapes], 0.0
+    start = time.perf_counter()
+    compiled = jax.jit(make_attempt(system, max_newton)).lower(*example_args).compile()
+    per_system[shapes] = compiled
+    return compiled, time.perf_counter() - start

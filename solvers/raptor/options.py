@@ -1,0 +1,79 @@
+"""RAPTOR's options: defaults chosen to work on every model in the library without tuning."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class RaptorOptions(BaseModel):
+    """Options of the RAPTOR solver (see docs/raptor.md for what each one does)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rtol: float = Field(1e-6, ge=1e-12, le=1e-1, description="relative tolerance")
+    atol: float = Field(1e-8, ge=1e-14, le=1.0, description="absolute tolerance (state units)")
+    n_rbf: int = Field(20, ge=4, le=64, description="Gaussian RBFs per state (N)")
+    n_colloc: int = Field(10, ge=2, le=32, description="collocation points (M <= N)")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the shape-parameter draws")
+    a_max_levels: tuple[float, ...] = Field(
+        (25.0 / 9.0, 4.0, 6.0),
+        min_length=1,
+        max_length=6,
+        description="upper bounds of the shape-parameter range a ~ U[0, a_max] (normalised time),"
+        " one per level; the level grows with h times the fastest local rate",
+    )
+    level_thresholds: tuple[float, ...] = Field(
+        (1000.0, 10000.0),
+        max_length=5,
+        description="values of h * rho (rho: spectral radius of the reduced Jacobian) at which "
+        "the next a_max level is used",
+    )
+    draws: int = Field(8, ge=1, le=64, description="basis draws per level (redrawn on rejection)")
+    continuation: float = Field(
+        1e-3,
+        ge=0.0,
+        le=1.0,
+        description="weight biasing the initial coefficients towards the "
+        "previous interval's (0 disables continuation)",
+    )
+    max_newton: int = Field(7, ge=2, le=30, description="chord iterations per attempt")
+    newton_tol: float | None = Field(
+        None,
+        gt=0.0,
+        le=1.0,
+        description="chord stopping tolerance on the scaled update "
+        "(default as Radau: max(10 eps / rtol, min(0.03, sqrt(rtol))))",
+    )
+    jacobian_reuse_rate: float = Field(
+        1e-3,
+        ge=0.0,
+        le=1.0,
+        description="keep the reduced Jacobian for the next interval when "
+        "the chord contraction rate stayed below this",
+    )
+    safety: float = Field(0.9, gt=0.0, le=1.0, description="step-controller safety factor")
+    k_i: float = Field(0.3, gt=0.0, le=2.0, description="PI controller: current-error exponent")
+    k_p: float = Field(0.1, ge=0.0, le=2.0, description="PI controller: previous-error exponent")
+    fac_min: float = Field(0.2, gt=0.0, lt=1.0, description="smallest interval-length factor")
+    fac_max: float = Field(5.0, gt=1.0, le=20.0, description="largest interval-length factor")
+    first_step: float | None = Field(None, gt=0.0, le=100.0, description="first interval (s)")
+    max_interval: float | None = Field(None, gt=0.0, le=1e4, description="longest interval (s)")
+    min_interval: float = Field(1e-12, gt=0.0, le=1.0, description="shortest interval (s)")
+    max_intervals: int = Field(100_000, ge=1, le=10_000_000, description="accepted-interval budget")
+    order_hint: int = Field(4, ge=1, le=10, description="p + 1 of the starting-step heuristic")
+
+    @model_validator(mode="after")
+    def _check(self) -> RaptorOptions:
+        if self.n_colloc > self.n_rbf:
+            raise ValueError("n_colloc must not exceed n_rbf (rank-aware min-norm collocation)")
+        if len(self.level_thresholds) != len(self.a_max_levels) - 1:
+            raise ValueError("level_thresholds needs exactly one entry fewer than a_max_levels")
+        if list(self.level_thresholds) != sorted(self.level_thresholds):
+            raise ValueError("level_thresholds must be increasing")
+        return self
+
+    @property
+    def chord_tol(self) -> float:
+        if self.newton_tol is not None:
+            return self.newton_tol
+        return max(10 * 2.220446049250313e-16 / self.rtol, min(0.03, self.rtol**0.5))

@@ -1,0 +1,179 @@
+"""SciPy's adaptive integrators on the reduced ODE, driven step by step.
+
+Stepping the ``OdeSolver`` object directly (not ``solve_ivp``) lets the caller see every accepted
+step (progress, cancellation, streaming), restarts integration exactly at each event with a
+consistent algebraic re-solve, and counts work that ``solve_ivp`` does not report (rejected
+attempts and Newton iterations, derived exactly per class in ``solvers.scipy_work``). The
+implicit methods get the exact reduced Jacobian unless ``exact_jacobian=False``; the Newton work
+inside every RHS and Jacobian evaluation is counted by ``ReducedODE``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver, Radau
+
+from models.dae import DAESystem, Scenario
+from models.kernels import kernels_for
+from solvers.catalogue import ExplicitRungeKuttaOptions, ImplicitRungeKuttaOptions
+from solvers.reduced import ReducedODE
+from solvers.result import SolveResult, Stats
+from solvers.scipy_work import WorkMeter
+from solvers.status import FailureReason
+from solvers.stepping import (
+    Advance,
+    StepFailure,
+    begin_segment,
+    initial_state,
+    run_stepper,
+)
+from solvers.trajectory import TrajectoryBuilder, check_state, segments
+
+SOLVER_CLASSES: dict[str, type[OdeSolver]] = {
+    "radau": Radau,
+    "bdf": BDF,
+    "lsoda": LSODA,
+    "rk45": RK45,
+    "dop853": DOP853,
+}
+"""Method name -> SciPy class; the implicit ones (Radau, BDF, LSODA) accept a Jacobian."""
+IMPLICIT = frozenset({"radau", "bdf", "lsoda"})
+"""Methods that take ``jac``."""
+LSODA_ISTATE_MEANING = {
+    -1: "excess work done on this call",
+    -2: "excess accuracy requested (tolerances too small)",
+    -3: "illegal input detected",
+    -4: "repeated error test failures",
+    -5: "repeated convergence failures (perhaps bad Jacobian or wrong tolerances)",
+    -6: "an error weight became zero (atol = 0 and a state vanished)",
+    -7: "work space insufficient",
+}
+"""ODEPACK's LSODA istate codes (its documentation's wording)."""
+
+ScipyOptions = ImplicitRungeKuttaOptions | ExplicitRungeKuttaOptions
+
+
+def run_scipy(
+    system: DAESystem,
+    scenario: Scenario,
+    options: ScipyOptions,
+    *,
+    method: str,
+    progress=None,
+) -> SolveResult:
+    """Integrate ``scenario`` with a SciPy ``OdeSolver`` on the reduced ODE (see module doc)."""
+    return run_stepper(
+        scipy_steps(method), system, scenario, options, method=method, progress=progress
+    )
+
+
+def scipy_steps(method: str):
+    """The stepper (``solvers.stepping.Stepper``) of SciPy method ``method``."""
+    solver_class = SOLVER_CLASSES[method]
+
+    def stepper(
+        system: DAESystem,
+        scenario: Scenario,
+        options: ScipyOptions,
+        stats: Stats,
+        builder: TrajectoryBuilder,
+    ) -> Iterator[Advance]:
+        kernels, compile_seconds = kernels_for(system)
+        stats.compile_seconds += compile_seconds
+        x, z = initial_state(system, scenario)
+        for segment in segments(system, scenario):
+            ode, z = begin_segment(system, kernels, segment, x, z, stats, builder)
+            x, z = yield from _segment_steps(
+                solver_class,
+                method,
+                ode,
+                segment.t_start,
+                segment.t_end,
+                x,
+                options,
+                stats,
+                builder,
+                is_last=segment.t_end >= scenario.t_end,
+            )
+
+    return stepper
+
+
+def _segment_steps(
+    solver_class: type[OdeSolver],
+    method: str,
+    ode: ReducedODE,
+    t_start: float,
+    t_end: float,
+    x: np.ndarray,
+    options: ScipyOptions,
+    stats: Stats,
+    builder: TrajectoryBuilder,
+    *,
+    is_last: bool,
+) -> Iterator[Advance]:
+    exact_jacobian = method in IMPLICIT and getattr(options, "exact_jacobian", False)
+    differenced = method in IMPLICIT and not exact_jacobian
+    meter = WorkMeter(ode, len(x), finite_difference_jacobian=differenced)
+    kwargs = {"jac": ode.jacobian if exact_jacobian else None} if method in IMPLICIT else {}
+    solver = solver_class(
+        meter.rhs,
+        t_start,
+        x,
+        t_end,
+        rtol=options.rtol,
+        atol=options.atol,
+        first_step=options.first_step,
+        max_step=options.max_step if options.max_step is not None else np.inf,
+        **kwargs,
+    )
+    z = ode.z.copy()
+    while solver.status == "running":
+        meter.begin(solver)
+        message = solver.step()
+        if solver.status == "failed":
+            raise StepFailure(*_failure(solver, method, message), solver.t)
+        work = meter.end(solver)
+        stats.accepted += work.accepted
+        stats.rejected += work.attempts - work.accepted
+        stats.newton_iterations += work.newton_iterations
+        stats.lu_factorizations += work.lu_factorizations
+        bad = check_state(solver.y)
+        if bad is not None:
+            raise StepFailure(bad, "the state is no longer finite and bounded", solver.t)
+        if stats.accepted > options.max_steps:
+            raise StepFailure(
+                FailureReason.MAX_STEPS, f"more than {options.max_steps} accepted steps", solver.t
+            )
+        z = ode.solve_z(solver.y)
+        builder.accept(solver.t, solver.y, z)
+        done = solver.status == "finished"
+        dense = solver.dense_output()
+        fill_samples(builder, ode, solver.t_old, solver.t, dense, last=done and is_last)
+        yield Advance(float(solver.t), np.array(solver.y), z, ode)
+    return np.array(solver.y), z
+
+
+def _failure(solver: OdeSolver, method: str, message: str | None) -> tuple[FailureReason, str]:
+    if isinstance(solver, LSODA):
+        istate = int(solver._lsoda_solver._integrator.istate)
+        meaning = LSODA_ISTATE_MEANING.get(istate, "unknown istate")
+        reason = FailureReason.NEWTON_FAILED if istate == -5 else FailureReason.STEP_SIZE_TOO_SMALL
+        return reason, f"{method}: LSODA istate {istate}, {meaning}"
+    return FailureReason.STEP_SIZE_TOO_SMALL, f"{method}: {message}"
+
+
+def fill_samples(
+    builder: TrajectoryBuilder, ode: ReducedODE, t_lo: float, t_hi: float, dense, *, last: bool
+) -> None:
+    """Dense samples in [t_lo, t_hi) (closed when ``last``) from the step's interpolant, with z
+    re-solved consistently at each sample (warm-started along the samples)."""
+    z_guess = ode.z.copy()
+    for i in builder.sample_indices(t_lo, t_hi, last):
+        xi = dense(builder.t_eval[i])
+        zi = ode.solve_z(xi, z_guess)
+        z_guess = zi
+        builder.x_eval[i], builder.z_eval[i] = xi, zi
+        builder.y_eval[i] = ode.outputs(xi, zi)

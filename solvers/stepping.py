@@ -1,0 +1,146 @@
+"""One driver for every step-by-step method: a generator of accepted advances, consumed whole by
+``solve`` or one advance at a time by ``solvers.streaming.simulate_steps``.
+
+A *stepper* integrates a scenario segment by segment (``solvers.trajectory.segments``), records
+accepted points and dense samples in a ``TrajectoryBuilder``, counts its work in ``Stats`` and
+yields one ``Advance`` per accepted step. A numerical failure is raised inside the stepper as
+``StepFailure`` (or ``AlgebraicSolveError``) and turned here into a failed ``SolveResult``: both
+consumers see the same result, counters and messages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from models.dae import DAESystem, Scenario
+from models.kernels import Kernels
+from solvers.reduced import AlgebraicSolveError, ReducedODE
+from solvers.result import SolveResult, Stats
+from solvers.status import FailureReason, RunStatus
+from solvers.trajectory import Segment, TrajectoryBuilder, failure_message
+
+
+@dataclass(frozen=True)
+class Advance:
+    """One accepted advance: the state at its end and the segment's evaluator (whose parameters
+    give the outputs at this point)."""
+
+    t: float
+    x: np.ndarray
+    z: np.ndarray
+    ode: ReducedODE
+
+
+class StepFailure(Exception):
+    """A numerical failure at time ``t``; becomes a failed result with ``reason``."""
+
+    def __init__(self, reason: FailureReason, detail: str, t: float) -> None:
+        super().__init__(detail)
+        self.reason, self.detail, self.t = reason, detail, t
+
+
+class Stepper(Protocol):
+    def __call__(
+        self,
+        system: DAESystem,
+        scenario: Scenario,
+        options: Any,
+        stats: Stats,
+        builder: TrajectoryBuilder,
+    ) -> Iterator[Advance]: ...
+
+
+def initial_state(system: DAESystem, scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """The scenario's (x0, z0), defaulting to the system's equilibrium."""
+    x = np.array(system.x0 if scenario.x0 is None else scenario.x0, dtype=float)
+    z = np.array(system.z0 if scenario.z0 is None else scenario.z0, dtype=float)
+    return x, z
+
+
+def begin_segment(
+    system: DAESystem,
+    kernels: Kernels,
+    segment: Segment,
+    x: np.ndarray,
+    z: np.ndarray,
+    stats: Stats,
+    builder: TrajectoryBuilder,
+) -> tuple[ReducedODE, np.ndarray]:
+    """The segment's evaluator and its consistent starting z, re-solved from g(x, z, p) = 0 with
+    the segment's parameters (after an event they changed and x is continuous; at the start it
+    only polishes the given z0); the starting point is recorded (the post-event side of an
+    event)."""
+    ode = ReducedODE(system, kernels, segment.params, z, stats)
+    z = ode.solve_z(x)
+    if segment.event is not None:
+        builder.events.append({"time": segment.t_start, "label": segment.event.label})
+    builder.accept(segment.t_start, x, z)
+    return ode, z
+
+
+class StepRun:
+    """Iterate to receive each ``Advance``; when the iteration ends, ``result`` holds the
+    ``SolveResult`` (failed with its reason if a numerical failure stopped it)."""
+
+    def __init__(
+        self, stepper: Stepper, system: DAESystem, scenario: Scenario, options: Any, *, method: str
+    ) -> None:
+        self.stepper, self.system, self.scenario = stepper, system, scenario
+        self.options, self.method = options, method
+        self.stats = Stats()
+        self.builder = TrajectoryBuilder(system, scenario, scenario.evaluation_grid())
+        self._result: SolveResult | None = None
+
+    @property
+    def result(self) -> SolveResult:
+        if self._result is None:
+            raise RuntimeError("the run has not finished: iterate over it first")
+        return self._result
+
+    def __iter__(self) -> Iterator[Advance]:
+        start = time.perf_counter()
+        status, reason, message = RunStatus.SUCCEEDED, None, ""
+        try:
+            yield from self.stepper(
+                self.system, self.scenario, self.options, self.stats, self.builder
+            )
+        except StepFailure as failure:
+            status, reason = RunStatus.FAILED, failure.reason
+            message = failure_message(failure.reason, failure.detail, failure.t)
+        except AlgebraicSolveError as error:
+            status, reason = RunStatus.FAILED, FailureReason.ALGEBRAIC_SOLVE_FAILED
+            t_fail = self.builder.t[-1] if self.builder.t else self.scenario.t0
+            message = failure_message(reason, str(error), t_fail)
+        # compile time is reported on its own, not as solving
+        elapsed = time.perf_counter() - start
+        self.stats.solve_seconds = max(0.0, elapsed - self.stats.compile_seconds)
+        self._result = self.builder.result(
+            method=self.method,
+            options=self.options.model_dump(),
+            stats=self.stats,
+            status=status,
+            reason=reason,
+            message=message,
+        )
+
+
+def run_stepper(
+    stepper: Stepper,
+    system: DAESystem,
+    scenario: Scenario,
+    options: Any,
+    *,
+    method: str,
+    progress: Callable[[float], None] | None = None,
+) -> SolveResult:
+    """Run ``stepper`` to the end, calling ``progress`` after each advance; return the result."""
+    run = StepRun(stepper, system, scenario, options, method=method)
+    for advance in run:
+        if progress is not None:
+            progress(advance.t)
+    return run.result

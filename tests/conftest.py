@@ -1,0 +1,257 @@
+"""Shared fixtures: isolated settings, migrated databases (SQLite; PostgreSQL when reachable),
+Redis, worker subprocesses, and the ``services`` policy: a missing service skips its tests with a
+reason naming it, except under ``CI=true`` where it fails them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+import models.jaxconfig  # noqa: F401  (float64 in JAX for every test, before any array exists)
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "RAPTORGRID_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+REDIS_URL = os.environ.get("RAPTORGRID_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+"""Redis database 13 and a per-session queue name keep the tests apart from anything else."""
+
+WORKER_START_BUDGET = 90.0
+"""Seconds a worker subprocess may take to start, build wscc9 and finish a small campaign."""
+
+
+def require_service(name: str, problem: str) -> None:
+    """Skip (or, under CI=true, fail) a test whose service is not reachable."""
+    message = f"{name} not reachable: {problem}"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{message} (CI=true: services are required)")
+    pytest.skip(message)
+
+
+def _reachable(url: str, default_port: int) -> str | None:
+    parsed = urlparse(url.replace("postgresql+psycopg", "postgresql"))
+    try:
+        with socket.create_connection((parsed.hostname, parsed.port or default_port), timeout=2):
+            return None
+    except OSError as exc:
+        return f"{parsed.hostname}:{parsed.port or default_port}: {exc}"
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests build their settings explicitly; variables of the caller's shell must not leak in."""
+    from raptorgrid.settings import get_settings
+
+    for key in list(os.environ):
+        if key.startswith("RAPTORGRID_") and not key.startswith("RAPTORGRID_TEST_"):
+            monkeypatch.delenv(key)
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def jax_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One persistent compilation cache for every worker the tests start."""
+    return tmp_path_factory.mktemp("jax-cache")
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, jax_cache_dir: Path) -> Callable[..., object]:
+    from raptorgrid.settings import Settings
+
+    def make(**overrides: object) -> Settings:
+        values = {"data_dir": tmp_path / "data", "jax_cache_dir": jax_cache_dir, **overrides}
+        return Settings(**values)
+
+    return make
+
+
+@pytest.fixture
+def sqlite_settings(make_settings):
+    return make_settings()
+
+
+@pytest.fixture
+def sqlite_db(sqlite_settings):
+    from raptorgrid import migrate
+    from raptorgrid.db import Database
+
+    migrate.upgrade(sqlite_settings)
+    db = Database.from_settings(sqlite_settings)
+    yield db
+    db.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> str:
+    problem = _reachable(POSTGRES_ADMIN_URL, 5432)
+    if problem:
+        require_service("PostgreSQL", problem)
+    return POSTGRES_ADMIN_URL
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh, uniquely named database for this test session, dropped at the end."""
+    from sqlalchemy import create_engine, make_url, text
+
+    name = f"raptorgrid_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(postgres_server, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # reported as the service being unusable
+        admin.dispose()
+        require_service("PostgreSQL", f"cannot create a database: {exc}")
+    yield make_url(postgres_server).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    problem = _reachable(REDIS_URL, 6379)
+    if problem:
+        require_service("Redis", problem)
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        require_service("Redis", str(exc))
+    yield REDIS_URL
+    client.close()
+
+
+@pytest.fixture
+def redis_queue(redis_url: str) -> Iterator[str]:
+    """A queue name used by one test only; its keys are removed afterwards."""
+    import redis
+
+    queue = f"raptorgrid.test.{uuid.uuid4().hex[:10]}"
+    yield queue
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(f"*{queue}*"):
+        client.delete(key)
+    client.close()
+
+
+class WorkerProcess:
+    """A real ``celery worker`` subprocess with the given settings, logging to a file."""
+
+    def __init__(self, settings, name: str, log_path: Path) -> None:  # noqa: ANN001
+        from raptorgrid.embedded import worker_command
+        from raptorgrid.runtime import die_with_parent, single_thread_env
+
+        env = single_thread_env({**os.environ, **settings.as_env()})
+        self.log_path = log_path
+        with open(log_path, "wb") as sink, warnings.catch_warnings():
+            # JAX (initialised by earlier tests in this process) warns on any fork; the child
+            # only calls prctl and then execs, so no lock of a JAX thread is ever needed.
+            warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
+            self.process = subprocess.Popen(
+                worker_command(settings, name),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent,  # never outlives a killed test session
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def start_worker(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(settings, name: str = "test") -> WorkerProcess:  # noqa: ANN001
+        worker = WorkerProcess(settings, f"{name}-{uuid.uuid4().hex[:6]}", tmp_path / f"{name}.log")
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def _wait_until(
+    predicate: Callable[[], bool], timeout: float, what: str, poll: float = 0.25
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., None]:
+    """``wait_until(predicate, timeout, what)``: poll until true, else fail naming ``what``."""
+    return _wait_until
+
+
+SMALL_SPEC = {
+    "name": "small",
+    "network": "wscc9",
+    "t_end": 1.0,
+    "n_eval": 51,
+    "disturbances": [{"kind": "bus_fault", "bus": "bus7", "t_fault": 0.1, "t_clear": 0.2}],
+    "initial_conditions": {"count": 2, "seed": 3, "spread": 0.5},
+    "methods": [{"method": "radau", "options": {"rtol": [1e-3, 1e-5]}}],
+}
+"""2 initial conditions x 2 configurations = 4 short runs on wscc9."""
+
+
+@pytest.fixture
+def small_spec() -> dict:
+    import copy
+
+    return copy.deepcopy(SMALL_SPEC)
+
+
+@pytest.fixture(scope="session")
+def postgres_db(postgres_url: str, tmp_path_factory: pytest.TempPathFactory):
+    """The session's PostgreSQL database, migrated (shared by the tests that need it)."""
+    from raptorgrid import migrate
+    from raptorgrid.db import Database
+    from raptorgrid.settings import Settings
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("pg-data"), database_url=postgres_url)
+    migrate.upgrade(settings)
+    db = Database.from_settings(settings)
+    yield db
+    db.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.services)])
+def any_db(request: pytest.FixtureRequest):
+    """The repository's database on SQLite and on PostgreSQL (the production engine)."""
+    if request.param == "sqlite":
+        return request.getfixturevalue("sqlite_db")
+    return request.getfixturevalue("postgres_db")

@@ -1,0 +1,158 @@
+"""The HTTP API over SQLite and the serverless broker: validation errors name the field and
+list the valid values; campaigns, runs, solvers and health read back what was stored."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from raptorgrid import migrate
+from raptorgrid.api import create_app
+from raptorgrid.queueing import queue_depth
+
+
+@pytest.fixture
+def settings(make_settings):
+    s = make_settings(max_runs_per_campaign=50, max_horizon=10.0)
+    migrate.upgrade(s)
+    return s
+
+
+@pytest.fixture
+def client(settings):
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def errors_of(response) -> list[dict]:
+    assert response.status_code == 422, response.text
+    return response.json()["detail"]
+
+
+def error_at(response, loc: list) -> str:
+    details = errors_of(response)
+    for detail in details:
+        if detail["loc"] == loc:
+            return detail["msg"]
+    raise AssertionError(f"no error at {loc}: {details}")
+
+
+def test_malformed_spec_names_the_field(client, small_spec) -> None:
+    small_spec["t_end"] = "soon"
+    del small_spec["methods"]
+    response = client.post("/campaigns", json=small_spec)
+    assert "number" in error_at(response, ["body", "t_end"])
+    assert error_at(response, ["body", "methods"]) == "Field required"
+
+
+def test_unknown_field_is_refused(client, small_spec) -> None:
+    small_spec["colour"] = "blue"
+    assert "Extra inputs" in error_at(
+        client.post("/campaigns", json=small_spec), ["body", "colour"]
+    )
+
+
+def test_unknown_method_lists_valid_methods(client, small_spec) -> None:
+    small_spec["methods"] = [{"method": "magic"}]
+    message = error_at(client.post("/campaigns", json=small_spec), ["body", "methods", 0, "method"])
+    assert "unknown method 'magic'" in message and "'radau'" in message
+
+
+def test_bad_option_in_a_sweep_names_the_option(client, small_spec) -> None:
+    small_spec["methods"] = [{"method": "radau", "options": {"rtol": [1e-4, 5.0]}}]
+    message = error_at(
+        client.post("/campaigns", json=small_spec), ["body", "methods", 0, "options"]
+    )
+    assert "rtol=5.0" in message and "rtol:" in message
+
+
+def test_unknown_bus_lists_valid_buses(client, small_spec) -> None:
+    small_spec["disturbances"][0]["bus"] = "bus99"
+    message = error_at(
+        client.post("/campaigns", json=small_spec), ["body", "disturbances", 0, "bus"]
+    )
+    assert "bus99" in message and "'bus7'" in message
+
+
+def test_unknown_network_lists_valid_networks(client, small_spec) -> None:
+    small_spec["network"] = "atlantis"
+    message = error_at(client.post("/campaigns", json=small_spec), ["body", "network"])
+    assert "'wscc9'" in message
+
+
+def test_unknown_disturbance_kind(client, small_spec) -> None:
+    small_spec["disturbances"] = [{"kind": "meteor"}]
+    details = errors_of(client.post("/campaigns", json=small_spec))
+    assert details[0]["loc"][:3] == ["body", "disturbances", 0]
+    assert "bus_fault" in details[0]["msg"]
+
+
+def test_limits_are_clear_refusals(client, small_spec) -> None:
+    small_spec["t_end"] = 100.0
+    small_spec["initial_conditions"]["count"] = 30
+    response = client.post("/campaigns", json=small_spec)
+    assert "limited to 10.0 s" in error_at(response, ["body", "t_end"])
+    message = error_at(response, ["body", "methods"])
+    assert "60 runs" in message and "limit is 50" in message
+
+
+def test_event_after_horizon(client, small_spec) -> None:
+    small_spec["disturbances"][0].update(t_fault=1.5, t_clear=1.6)
+    message = error_at(client.post("/campaigns", json=small_spec), ["body", "disturbances", 0])
+    assert "after the horizon" in message
+
+
+def test_submit_and_read_back(client, settings, small_spec) -> None:
+    response = client.post("/campaigns", json=small_spec)
+    assert response.status_code == 201, response.text
+    created = response.json()
+    assert created["n_runs"] == 4 and created["n_scenarios"] == 2
+    campaign_id = created["id"]
+    assert queue_depth(client.app.state.celery, queue=settings.queue) == 4  # after commit
+
+    campaign = client.get(f"/campaigns/{campaign_id}").json()
+    assert campaign["status"] == "running" and campaign["counts"]["queued"] == 4
+    assert campaign["spec"]["name"] == "small" and campaign["progress"] == 0.0
+
+    page = client.get(f"/campaigns/{campaign_id}/runs", params={"limit": 3}).json()
+    assert page["count"] == 4 and len(page["data"]) == 3
+    rest = client.get(f"/campaigns/{campaign_id}/runs", params={"limit": 3, "offset": 3}).json()
+    assert len(rest["data"]) == 1
+    assert (
+        client.get(f"/campaigns/{campaign_id}/runs", params={"status": "succeeded"}).json()["count"]
+        == 0
+    )
+    assert (
+        client.get(f"/campaigns/{campaign_id}/runs", params={"method": "radau"}).json()["count"]
+        == 4
+    )
+    assert (
+        client.get(f"/campaigns/{campaign_id}/runs", params={"status": "done"}).status_code == 422
+    )
+
+    run = client.get(f"/runs/{page['data'][0]['id']}").json()
+    assert run["status"] == "queued" and run["metrics"] is None
+    assert run["scenario"]["disturbance"]["bus"] == "bus7"
+    assert run["options"] == {"rtol": 0.001}
+
+    stats = client.get(f"/campaigns/{campaign_id}/stats").json()
+    assert [m["config"] for m in stats["methods"]] == ["rtol=0.001", "rtol=1e-05"]
+
+
+def test_not_found_names_the_id(client) -> None:
+    assert client.get("/campaigns/424242").json()["detail"] == "campaign 424242 not found"
+    assert client.get("/campaigns/424242/runs").status_code == 404
+    assert client.get("/runs/777").json()["detail"] == "run 777 not found"
+
+
+def test_cancel(client, small_spec) -> None:
+    campaign_id = client.post("/campaigns", json=small_spec).json()["id"]
+    cancelled = client.post(f"/campaigns/{campaign_id}/cancel").json()
+    assert cancelled["status"] == "cancelled" and cancelled["counts"]["cancelled"] == 4
+    assert cancelled["finished_at"] is not None
+
+
+def test_solvers_and_health(client) -> None:
+    names = [m["name"] for m in client.get("/solvers").json()]
+    assert "radau" in names
+    health = client.get("/health").json()
+    assert health == {"status": "ok", "database": "ok", "version": health["version"]}

@@ -1,0 +1,78 @@
+"""CLI commands that need no services: user errors exit non-zero with a message, no traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from raptorgrid.cli import app
+from raptorgrid.cli.explore import parse_disturbance, parse_options
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_solvers_json() -> None:
+    result = invoke("solvers", "--json")
+    assert result.exit_code == 0
+    assert "radau" in [m["name"] for m in json.loads(result.stdout)]
+
+
+def test_disturbance_shorthand() -> None:
+    fault = parse_disturbance("bus_fault:bus7,t_clear=0.25")
+    assert (fault.kind, fault.bus, fault.t_clear) == ("bus_fault", "bus7", 0.25)
+    trip = parse_disturbance('{"kind": "branch_trip", "branch": "br_4_5"}')
+    assert trip.branch == "br_4_5"
+    assert parse_disturbance("none").kind == "none"
+    assert parse_options(["rtol=1e-4", "exact_jacobian=false"]) == {
+        "rtol": 1e-4,
+        "exact_jacobian": False,
+    }
+
+
+@pytest.mark.slow
+def test_simulate_json() -> None:
+    result = invoke(
+        "simulate", "wscc9", "--disturbance", "bus_fault:bus7", "--method", "radau",
+        "--option", "rtol=1e-4", "--t-end", "0.5", "--n-eval", "11", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["status"] == "succeeded" and payload["stats"]["accepted"] > 0
+    assert payload["t_end"] == 0.5 and "V[bus7]" in payload["outputs"]
+
+
+def test_simulate_unknown_bus_is_a_user_error() -> None:
+    result = invoke("simulate", "wscc9", "--disturbance", "bus_fault:bus99")
+    assert result.exit_code == 2
+    assert "bus99" in result.output and "bus7" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_simulate_unknown_method_lists_valid_ones() -> None:
+    result = invoke("simulate", "wscc9", "--method", "magic")
+    assert result.exit_code == 2 and "radau" in result.output
+
+
+def test_run_refuses_an_invalid_spec(tmp_path: Path, small_spec: dict, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    small_spec["methods"] = [{"method": "radau", "options": {"rtol": 7}}]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(small_spec))
+    result = invoke("run", str(spec))
+    assert result.exit_code == 2
+    assert "methods.0.options" in result.output and "Traceback" not in result.output
+    missing = invoke("run", str(tmp_path / "nope.json"))
+    assert missing.exit_code == 2 and "nope.json" in missing.output
+
+
+def test_status_of_unknown_campaign(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert invoke("db", "upgrade").exit_code == 0
+    result = invoke("status", "5")
+    assert result.exit_code == 2 and "campaign 5 not found" in result.output

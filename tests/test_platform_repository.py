@@ -1,0 +1,208 @@
+"""Repository semantics on SQLite and PostgreSQL: campaign creation, the run claim (one
+claimant, expiring leases, attempts), finishing (current attempt only, metrics upsert, the
+campaign flips once), cancellation and the reconciler's queries."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from raptorgrid import repository as repo
+from raptorgrid.settings import Settings
+from raptorgrid.spec import CampaignCreate, expand
+from raptorgrid.tables import CampaignStatus, RunMetrics, utcnow
+from sqlalchemy import select
+
+from solvers.status import FailureReason, RunStatus
+
+LEASE = 60.0
+
+
+def metrics(**overrides: float) -> dict:
+    base = {
+        "accepted": 10,
+        "rejected": 1,
+        "newton_iterations": 20,
+        "algebraic_iterations": 30,
+        "jacobian_evaluations": 2,
+        "lu_factorizations": 4,
+        "rhs_evaluations": 50,
+        "compile_seconds": 0.0,
+        "solve_seconds": 0.1,
+        "runtime_seconds": 0.12,
+        "n_points": 51,
+        "n_accepted_points": 12,
+        "final_time": 1.0,
+    }
+    return {**base, **overrides}
+
+
+@pytest.fixture
+def campaign(any_db, small_spec, tmp_path):
+    spec = CampaignCreate.model_validate(small_spec)
+    expansion = expand(spec, settings=Settings(data_dir=tmp_path))
+    with any_db.write() as session:
+        campaign, run_ids = repo.create_campaign(
+            session=session, spec=spec, expansion=expansion, now=utcnow(), raw_spec=small_spec
+        )
+    return any_db, campaign.id, run_ids
+
+
+def claim(db, run_id: int, worker: str = "w1", now=None, max_attempts: int = 3):
+    with db.write() as session:
+        return repo.claim_run(
+            session=session,
+            run_id=run_id,
+            worker=worker,
+            now=now or utcnow(),
+            lease_seconds=LEASE,
+            max_attempts=max_attempts,
+        )
+
+
+def finish(db, run_id: int, attempt: int, status=RunStatus.SUCCEEDED, **kw):
+    with db.write() as session:
+        return repo.finish_run(
+            session=session, run_id=run_id, attempt=attempt, status=status, now=utcnow(), **kw
+        )
+
+
+def test_campaign_rows(campaign) -> None:
+    db, campaign_id, run_ids = campaign
+    assert len(run_ids) == 4
+    with db.read() as session:
+        row = repo.get_campaign(session=session, campaign_id=campaign_id)
+        counts = repo.run_counts(session=session, campaign_id=campaign_id)
+        runs, total = repo.list_runs(session=session, campaign_id=campaign_id, limit=3)
+    assert row.spec["name"] == "small" and row.n_runs == 4 and row.n_scenarios == 2
+    assert counts["queued"] == 4 and counts["running"] == 0
+    assert total == 4 and len(runs) == 3
+    assert {r.config_label for r, _ in runs} == {"rtol=0.001", "rtol=1e-05"}
+
+
+def test_double_claim_returns_nothing(campaign) -> None:
+    db, _, run_ids = campaign
+    first = claim(db, run_ids[0])
+    assert first is not None and first.attempt == 1
+    assert claim(db, run_ids[0], worker="w2") is None
+
+
+def test_expired_lease_is_reclaimable_and_counts_attempts(campaign) -> None:
+    db, _, run_ids = campaign
+    run_id = run_ids[0]
+    first = claim(db, run_id)
+    later = utcnow() + timedelta(seconds=LEASE + 1)
+    second = claim(db, run_id, worker="w2", now=later)
+    assert second is not None and second.attempt == 2
+    # The first attempt can no longer heartbeat or finish the run.
+    with db.write() as session:
+        state = repo.renew_lease(
+            session=session, run_id=run_id, attempt=first.attempt, now=later, lease_seconds=LEASE
+        )
+    assert state is repo.LeaseState.LOST
+    assert not finish(db, run_id, first.attempt, metrics=metrics()).recorded
+    assert finish(db, run_id, second.attempt, metrics=metrics(accepted=99)).recorded
+    with db.read() as session:
+        run, _, row = repo.get_run(session=session, run_id=run_id)
+    assert run.status == "succeeded" and run.attempts == 2 and run.worker == "w2"
+    assert row.accepted == 99 and row.attempt == 2
+
+
+def test_attempts_are_limited(campaign) -> None:
+    db, _, run_ids = campaign
+    now = utcnow()
+    for attempt in (1, 2):
+        assert claim(db, run_ids[0], now=now, max_attempts=2).attempt == attempt
+        now += timedelta(seconds=LEASE + 1)
+    assert claim(db, run_ids[0], now=now, max_attempts=2) is None
+
+
+def test_concurrent_claims_have_one_winner(campaign) -> None:
+    db, _, run_ids = campaign
+    wins: list[tuple[int, str]] = []
+    barrier = threading.Barrier(6)
+
+    def contend(worker: str) -> None:
+        barrier.wait()
+        for run_id in run_ids:
+            if claim(db, run_id, worker=worker) is not None:
+                wins.append((run_id, worker))
+
+    threads = [threading.Thread(target=contend, args=(f"w{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r for r, _ in wins) == sorted(run_ids)
+
+
+def test_campaign_finishes_once_and_metrics_upsert(campaign) -> None:
+    db, campaign_id, run_ids = campaign
+    outcomes = []
+    for i, run_id in enumerate(run_ids):
+        c = claim(db, run_id)
+        status = RunStatus.FAILED if i == 0 else RunStatus.SUCCEEDED
+        reason = FailureReason.MAX_STEPS.value if i == 0 else None
+        outcomes.append(finish(db, run_id, c.attempt, status, reason=reason, metrics=metrics()))
+    assert [o.campaign_finished for o in outcomes] == [False, False, False, True]
+    assert not finish(db, run_ids[-1], 1, metrics=metrics()).recorded  # a duplicate delivery
+    with db.read() as session:
+        row = repo.get_campaign(session=session, campaign_id=campaign_id)
+        n_metrics = len(
+            session.scalars(select(RunMetrics).where(RunMetrics.run_id.in_(run_ids))).all()
+        )
+        summary = repo.method_summary(session=session, campaign_id=campaign_id)
+    assert row.status == CampaignStatus.FINISHED.value and row.finished_at is not None
+    assert (row.n_succeeded, row.n_failed) == (3, 1)
+    assert n_metrics == 4
+    assert sum(s.runs for s in summary) == 4 and sum(s.failed for s in summary) == 1
+
+
+def test_cancel_stops_queued_and_flags_running(campaign) -> None:
+    db, campaign_id, run_ids = campaign
+    running = claim(db, run_ids[0])
+    with db.write() as session:
+        assert repo.cancel_campaign(session=session, campaign_id=campaign_id, now=utcnow())
+    with db.write() as session:
+        state = repo.renew_lease(
+            session=session,
+            run_id=run_ids[0],
+            attempt=running.attempt,
+            now=utcnow(),
+            lease_seconds=LEASE,
+        )
+        counts = repo.run_counts(session=session, campaign_id=campaign_id)
+    assert state is repo.LeaseState.CANCELLED
+    assert counts["cancelled"] == 3 and counts["running"] == 1
+    assert claim(db, run_ids[1]) is None
+    outcome = finish(db, run_ids[0], running.attempt, RunStatus.CANCELLED, reason="cancelled")
+    assert outcome.campaign_finished
+    with db.read() as session:
+        row = repo.get_campaign(session=session, campaign_id=campaign_id)
+    assert row.status == CampaignStatus.CANCELLED.value and row.n_cancelled == 4
+
+
+def test_reconciler_requeues_expired_and_fails_exhausted(campaign) -> None:
+    db, campaign_id, run_ids = campaign
+    now = utcnow()
+    claim(db, run_ids[0], now=now)  # attempt 1 of 3: requeued
+    for _ in range(2):  # attempts 1 and 2 of 2: failed
+        claim(db, run_ids[1], now=now, max_attempts=2)
+        now += timedelta(seconds=LEASE + 1)
+    later = now + timedelta(seconds=LEASE + 1)
+    with db.write() as session:
+        outcome = repo.requeue_expired(session=session, now=later, max_attempts=2)
+    mine = set(run_ids)  # the PostgreSQL database is shared by the session's tests
+    assert mine & set(outcome.requeued) == {run_ids[0]}
+    assert mine & set(outcome.failed) == {run_ids[1]}
+    with db.read() as session:
+        first, _, _ = repo.get_run(session=session, run_id=run_ids[0])
+        second, _, _ = repo.get_run(session=session, run_id=run_ids[1])
+    assert first.status == "queued" and first.attempts == 1
+    assert second.status == "failed" and second.reason == "internal_error"
+    with db.write() as session:
+        stale = repo.stale_queued(session=session, now=later + timedelta(seconds=5), older_than=1.0)
+        again = repo.stale_queued(session=session, now=later + timedelta(seconds=5), older_than=1.0)
+    assert mine & set(stale) == {run_ids[0], run_ids[2], run_ids[3]}
+    assert not mine & set(again)

@@ -1,0 +1,114 @@
+"""The task body in-process on SQLite: success writes Zarr then SQL; bad input, a soft time limit
+and an unexpected exception become failed runs with their reason (and traceback)."""
+
+from __future__ import annotations
+
+import pytest
+from raptorgrid import repository as repo
+from raptorgrid.settings import Settings
+from raptorgrid.spec import CampaignCreate, expand
+from raptorgrid.tables import ScenarioRow, utcnow
+from raptorgrid.zarr_store import open_run
+from sqlalchemy import update
+
+import solvers
+from workers.runner import WorkerContext, execute_run
+
+
+class FakeSoftTimeLimit(Exception):
+    pass
+
+
+@pytest.fixture
+def ctx(sqlite_settings, sqlite_db, small_spec):
+    spec = CampaignCreate.model_validate(small_spec)
+    expansion = expand(spec, settings=sqlite_settings)
+    with sqlite_db.write() as session:
+        campaign, run_ids = repo.create_campaign(
+            session=session, spec=spec, expansion=expansion, now=utcnow()
+        )
+    return WorkerContext(settings=sqlite_settings, db=sqlite_db), campaign.id, run_ids
+
+
+def read(ctx: WorkerContext, run_id: int):
+    with ctx.db.read() as session:
+        return repo.get_run(session=session, run_id=run_id)
+
+
+def test_success_then_duplicate_delivery(ctx) -> None:
+    context, campaign_id, run_ids = ctx
+    assert execute_run(run_ids[0], worker="t", ctx=context) == "succeeded"
+    assert execute_run(run_ids[0], worker="t", ctx=context) == "skipped"
+    run, _, metrics = read(context, run_ids[0])
+    assert run.status == "succeeded" and run.attempts == 1
+    ds = open_run(context.settings.zarr_root, campaign_id, run_ids[0])
+    assert ds.sizes["time"] == metrics.n_points == 51
+    assert float(ds.t_acc[-1]) == metrics.final_time == pytest.approx(1.0)
+
+
+def test_invalid_input_is_a_failed_run(ctx) -> None:
+    context, _, run_ids = ctx
+    with context.db.write() as session:
+        session.execute(
+            update(ScenarioRow).values(disturbance={"kind": "bus_fault", "bus": "nowhere"})
+        )
+    assert execute_run(run_ids[0], worker="t", ctx=context) == "invalid-input"
+    run, _, metrics = read(context, run_ids[0])
+    assert (run.status, run.reason) == ("failed", "invalid_input")
+    assert "nowhere" in run.message and "bus7" in run.message and metrics is None
+
+
+def test_soft_time_limit_is_a_time_limit_failure(ctx, monkeypatch) -> None:
+    context, _, run_ids = ctx
+
+    def slow(*args, **kwargs):
+        raise FakeSoftTimeLimit
+
+    monkeypatch.setattr(solvers, "solve", slow)
+    outcome = execute_run(
+        run_ids[0], worker="t", ctx=context, time_limit_errors=(FakeSoftTimeLimit,)
+    )
+    assert outcome == "time-limit"
+    run, _, _ = read(context, run_ids[0])
+    assert (run.status, run.reason) == ("failed", "time_limit")
+
+
+def test_unexpected_exception_keeps_its_traceback(ctx, monkeypatch) -> None:
+    context, campaign_id, run_ids = ctx
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(solvers, "solve", broken)
+    assert execute_run(run_ids[0], worker="t", ctx=context) == "internal-error"
+    run, _, _ = read(context, run_ids[0])
+    assert (run.status, run.reason) == ("failed", "internal_error")
+    assert run.message == "RuntimeError: boom" and "RuntimeError: boom" in run.traceback
+    with context.db.read() as session:
+        assert repo.get_campaign(session=session, campaign_id=campaign_id).n_failed == 1
+
+
+def test_cancelling_the_campaign_stops_a_running_run(ctx, monkeypatch) -> None:
+    context, campaign_id, run_ids = ctx
+    context = WorkerContext(
+        settings=context.settings.model_copy(update={"heartbeat_seconds": 0.0}), db=context.db
+    )
+
+    def cancelled_midway(system, scenario, method, *, progress, **options):
+        with context.db.write() as session:
+            repo.cancel_campaign(session=session, campaign_id=campaign_id, now=utcnow())
+        progress(0.5)  # the heartbeat sees the cancellation and stops the solver
+        raise AssertionError("the progress callback should have raised")
+
+    monkeypatch.setattr(solvers, "solve", cancelled_midway)
+    assert execute_run(run_ids[0], worker="t", ctx=context) == "cancelled"
+    assert execute_run(run_ids[1], worker="t", ctx=context) == "skipped"
+    with context.db.read() as session:
+        campaign = repo.get_campaign(session=session, campaign_id=campaign_id)
+        counts = repo.run_counts(session=session, campaign_id=campaign_id)
+    assert counts["cancelled"] == 4 and campaign.status == "cancelled"
+    assert campaign.finished_at is not None
+
+
+def test_settings_fixture_is_isolated(sqlite_settings: Settings, tmp_path) -> None:
+    assert sqlite_settings.database_url.startswith(f"sqlite:///{tmp_path}")

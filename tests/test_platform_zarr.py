@@ -1,0 +1,83 @@
+"""Zarr store: a run round-trips by name, writes are atomic and replace a partial attempt."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from raptorgrid import zarr_store as zs
+
+from solvers.result import SolveResult, Stats
+from solvers.status import FailureReason, RunStatus
+
+STATES = ("delta[gen1]", "omega[gen1]", "eq_prime[gen1]")
+ALGS = ("Vr[bus1]", "Vi[bus1]")
+OUTPUTS = ("V[bus1]", "theta[bus1]", "kcl_max")
+
+
+def fake_result(n_eval: int = 11, n_acc: int = 7, seed: int = 0) -> SolveResult:
+    rng = np.random.default_rng(seed)
+    return SolveResult(
+        status=RunStatus.SUCCEEDED,
+        message="integration finished",
+        method="radau",
+        options={"rtol": 1e-6},
+        stats=Stats(accepted=n_acc),
+        state_names=STATES,
+        alg_names=ALGS,
+        output_names=OUTPUTS,
+        t=np.linspace(0.0, 1.0, n_acc),
+        x=rng.random((n_acc, 3)),
+        z=rng.random((n_acc, 2)),
+        t_eval=np.linspace(0.0, 1.0, n_eval),
+        x_eval=rng.random((n_eval, 3)),
+        z_eval=rng.random((n_eval, 2)),
+        y_eval=rng.random((n_eval, 3)),
+    )
+
+
+def test_round_trip_by_name(tmp_path: Path) -> None:
+    result = fake_result()
+    path = zs.write_run(tmp_path, 4, 17, zs.result_dataset(result, {"run_id": 17}))
+    assert path == "campaign_4.zarr/run_17"
+    ds = xr.open_zarr(str(tmp_path / "campaign_4.zarr"), group="run_17", consolidated=False)
+    assert list(ds.state.values) == list(STATES)
+    assert list(ds.output.values) == list(OUTPUTS)
+    assert ds.sizes["time"] == 11 and ds.sizes["step"] == 7
+    np.testing.assert_array_equal(ds.x.sel(state="omega[gen1]").values, result.x_eval[:, 1])
+    np.testing.assert_array_equal(ds.y.sel(output="kcl_max").values, result.y_eval[:, 2])
+    np.testing.assert_array_equal(ds.z_acc.sel(algebraic="Vi[bus1]").values, result.z[:, 1])
+    np.testing.assert_array_equal(ds.t_acc.values, result.t)
+    assert ds.attrs["run_id"] == 17 and ds.attrs["method"] == "radau"
+
+
+def test_failed_result_keeps_reason(tmp_path: Path) -> None:
+    result = fake_result()
+    result.status, result.reason = RunStatus.FAILED, FailureReason.MAX_STEPS
+    zs.write_run(tmp_path, 1, 1, zs.result_dataset(result))
+    ds = zs.open_run(tmp_path, 1, 1)
+    assert ds.attrs["status"] == "failed" and ds.attrs["reason"] == "max_steps"
+
+
+def test_rewrite_replaces_a_partial_attempt(tmp_path: Path) -> None:
+    store = zs.ensure_campaign_store(tmp_path, 2)
+    partial = store / "run_5"
+    (partial / "x").mkdir(parents=True)
+    (partial / "x" / "junk").write_bytes(b"half written")
+    result = fake_result(seed=1)
+    zs.write_run(tmp_path, 2, 5, zs.result_dataset(result))
+    assert not (partial / "x" / "junk").exists()
+    np.testing.assert_array_equal(zs.open_run(tmp_path, 2, 5).x.values, result.x_eval)
+    assert list((tmp_path / zs.STAGING).iterdir()) == []  # nothing staged is left behind
+
+
+def test_consolidated_campaign_opens_without_warnings(tmp_path: Path) -> None:
+    for run_id in (1, 2, 3):
+        zs.write_run(tmp_path, 9, run_id, zs.result_dataset(fake_result(seed=run_id)))
+    zs.consolidate_campaign(tmp_path, 9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = xr.open_zarr(str(zs.campaign_store(tmp_path, 9)), group="run_2")
+    np.testing.assert_array_equal(ds.x.values, fake_result(seed=2).x_eval)

@@ -1,0 +1,259 @@
+"""Execute one run: claim, build, solve, write Zarr, then commit status and metrics.
+
+Idempotent under at-least-once delivery: the SQL claim (one conditional UPDATE with a lease)
+admits one attempt at a time, the trajectory is renamed into place before the commit, and the
+commit only applies to the attempt that still owns the run. So a run ends complete in both Zarr
+and SQL, or is retried; never half written, never duplicated.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from dataclasses import dataclass
+from functools import cache
+
+from pydantic import TypeAdapter, ValidationError
+from raptorgrid import repository as repo
+from raptorgrid.db import Database
+from raptorgrid.settings import Settings, get_settings
+from raptorgrid.tables import CampaignStatus, utcnow
+from raptorgrid.zarr_store import consolidate_campaign, result_dataset, write_run
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_ERRORS = (OperationalError, InterfaceError, DisconnectionError)
+"""Errors that say the database is unreachable, not that the run is broken: retried."""
+
+
+class LeaseLost(Exception):
+    """Another attempt owns the run now (our lease expired and it was re-claimed)."""
+
+
+class RunCancelled(Exception):
+    """The run's campaign was cancelled; raised from the progress callback to stop the solver."""
+
+
+@dataclass
+class WorkerContext:
+    """Per-process state of a worker: settings and the database (the network systems are
+    cached by ``models.library.build_system``)."""
+
+    settings: Settings
+    db: Database
+
+
+@cache
+def worker_context() -> WorkerContext:
+    settings = get_settings()
+    return WorkerContext(settings=settings, db=Database.from_settings(settings))
+
+
+class Heartbeat:
+    """The solver's progress callback: renews the lease at most every ``heartbeat_seconds`` and
+    stops the run when the lease was lost or the campaign cancelled."""
+
+    def __init__(self, ctx: WorkerContext, claim: repo.Claim) -> None:
+        self.ctx, self.claim = ctx, claim
+        self.last = time.monotonic()
+
+    def __call__(self, t: float) -> None:
+        if time.monotonic() - self.last >= self.ctx.settings.heartbeat_seconds:
+            self.beat()
+
+    def beat(self) -> None:
+        with self.ctx.db.write() as session:
+            state = repo.renew_lease(
+                session=session,
+                run_id=self.claim.run_id,
+                attempt=self.claim.attempt,
+                now=utcnow(),
+                lease_seconds=self.ctx.settings.lease_seconds,
+            )
+        self.last = time.monotonic()
+        if state is repo.LeaseState.LOST:
+            raise LeaseLost(f"run {self.claim.run_id} attempt {self.claim.attempt} lost its lease")
+        if state is repo.LeaseState.CANCELLED:
+            raise RunCancelled(f"run {self.claim.run_id}: campaign cancelled")
+
+
+def _finish(ctx: WorkerContext, claim: repo.Claim, status, **fields) -> repo.FinishOutcome:  # noqa: ANN001
+    with ctx.db.write() as session:
+        outcome = repo.finish_run(
+            session=session,
+            run_id=claim.run_id,
+            attempt=claim.attempt,
+            status=status,
+            now=utcnow(),
+            **fields,
+        )
+    if not outcome.recorded:
+        log.warning("run %d attempt %d: a later attempt owns the run", claim.run_id, claim.attempt)
+    elif outcome.campaign_finished:
+        consolidate_campaign(ctx.settings.zarr_root, outcome.campaign_id)
+        log.info("campaign %d finished", outcome.campaign_id)
+    return outcome
+
+
+def execute_run(
+    run_id: int,
+    *,
+    worker: str,
+    ctx: WorkerContext | None = None,
+    time_limit_errors: tuple[type[BaseException], ...] = (),
+) -> str:
+    """Run ``run_id`` if it can be claimed; returns what happened, in a word, for the log.
+
+    ``time_limit_errors`` are the exceptions meaning "the soft time limit fired" (Celery's
+    ``SoftTimeLimitExceeded``), recorded as ``time_limit`` failures.
+    """
+    from solvers.status import FailureReason, RunStatus
+
+    ctx = ctx or worker_context()
+    with ctx.db.write() as session:
+        claim = repo.claim_run(
+            session=session,
+            run_id=run_id,
+            worker=worker,
+            now=utcnow(),
+            lease_seconds=ctx.settings.lease_seconds,
+            max_attempts=ctx.settings.max_attempts,
+        )
+    if claim is None:
+        log.info(
+            "run %d not claimable (held by another attempt, final, or out of attempts)", run_id
+        )
+        return "skipped"
+    try:
+        return _execute_claimed(ctx, claim)
+    except LeaseLost as exc:
+        log.warning("%s; leaving the run to it", exc)
+        return "lease-lost"
+    except RunCancelled:
+        _finish(
+            ctx,
+            claim,
+            RunStatus.CANCELLED,
+            reason=FailureReason.CANCELLED.value,
+            message=FailureReason.CANCELLED.advice,
+        )
+        return "cancelled"
+    except time_limit_errors:
+        limit = ctx.settings.soft_time_limit
+        _finish(
+            ctx,
+            claim,
+            RunStatus.FAILED,
+            reason=FailureReason.TIME_LIMIT.value,
+            message=f"stopped at the soft time limit ({limit:g} s): "
+            f"{FailureReason.TIME_LIMIT.advice}",
+        )
+        return "time-limit"
+    except TRANSIENT_ERRORS:
+        # The database went away: leave the run to its lease; the reconciler requeues it
+        # (bounded by max_attempts) instead of recording a failure the run did not cause.
+        log.exception("run %d attempt %d: database unavailable", run_id, claim.attempt)
+        raise
+    except Exception as exc:  # recorded on the run row with its traceback, and logged
+        log.exception("run %d attempt %d: unexpected error", run_id, claim.attempt)
+        _finish(
+            ctx,
+            claim,
+            RunStatus.FAILED,
+            reason=FailureReason.INTERNAL_ERROR.value,
+            message=f"{type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(),
+        )
+        return "internal-error"
+
+
+def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
+    from models.disturbances import Disturbance
+    from models.library import build_system
+    from models.scenarios import make_scenario
+    from solvers import solve, validate_options
+    from solvers.status import FailureReason, RunStatus
+
+    with ctx.db.read() as session:
+        inputs = repo.run_inputs(session=session, run_id=claim.run_id)
+    if inputs.campaign_status == CampaignStatus.CANCELLED.value:
+        raise RunCancelled(f"run {claim.run_id}: campaign cancelled")
+    try:
+        system = build_system(inputs.network)
+        disturbance = TypeAdapter(Disturbance).validate_python(inputs.disturbance)
+        scenario = make_scenario(
+            system,
+            disturbance,
+            t_end=inputs.t_end,
+            ic_seed=inputs.ic_seed,
+            ic_spread=inputs.ic_spread,
+            n_eval=inputs.n_eval,
+            label=inputs.scenario_label,
+        )
+        validate_options(inputs.method, inputs.options)
+    except (KeyError, ValueError, ValidationError) as exc:
+        message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        _finish(
+            ctx,
+            claim,
+            RunStatus.FAILED,
+            reason=FailureReason.INVALID_INPUT.value,
+            message=message,
+            traceback=traceback.format_exc(),
+        )
+        return "invalid-input"
+
+    heartbeat = Heartbeat(ctx, claim)
+    heartbeat.beat()  # building the system may have taken a while
+    start = time.perf_counter()
+    result = solve(system, scenario, inputs.method, progress=heartbeat, **inputs.options)
+    runtime = time.perf_counter() - start
+
+    dataset = result_dataset(
+        result,
+        attrs={
+            "run_id": claim.run_id,
+            "campaign_id": inputs.campaign_id,
+            "attempt": claim.attempt,
+            "network": inputs.network,
+            "scenario": inputs.scenario_label,
+        },
+    )
+    heartbeat.beat()  # still ours? then publish the trajectory, then commit
+    write_start = time.perf_counter()
+    group = write_run(
+        ctx.settings.zarr_root,
+        inputs.campaign_id,
+        claim.run_id,
+        dataset,
+        fsync=ctx.settings.zarr_fsync,
+    )
+    write_seconds = time.perf_counter() - write_start
+    metrics = {
+        **result.stats.as_dict(),
+        "runtime_seconds": runtime,
+        "n_points": int(len(result.t_eval)),
+        "n_accepted_points": int(len(result.t)),
+        "final_time": float(result.t[-1]) if len(result.t) else None,
+    }
+    _finish(
+        ctx,
+        claim,
+        result.status,
+        reason=result.reason.value if result.reason is not None else None,
+        message=result.message,
+        zarr_group=group,
+        metrics=metrics,
+    )
+    log.info(
+        "run %d attempt %d %s: solve %.3f s (compile %.3f s), zarr %.3f s",
+        claim.run_id,
+        claim.attempt,
+        result.status.value,
+        runtime,
+        result.stats.compile_seconds,
+        write_seconds,
+    )
+    return result.status.value
