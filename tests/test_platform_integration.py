@@ -84,6 +84,7 @@ def test_campaign_over_postgres_redis_and_a_real_worker(
         assert float(ds.t_acc[-1]) == metrics.final_time
         if run.status == "succeeded":
             assert metrics.final_time == pytest.approx(1.0)
+            assert run.sim_time == pytest.approx(1.0)  # progress reported by the worker
             final = ds.x.isel(time=-1).values
             np.testing.assert_allclose(final, ds.x_acc.isel(step=-1).values, rtol=1e-6, atol=1e-9)
             assert np.isfinite(ds.y.values).all()

@@ -11,7 +11,7 @@ from raptorgrid.tables import ScenarioRow, utcnow
 from raptorgrid.zarr_store import open_run
 from sqlalchemy import update
 
-import solvers
+from workers import runner
 from workers.runner import WorkerContext, execute_run
 
 
@@ -44,6 +44,8 @@ def test_success_then_duplicate_delivery(ctx) -> None:
     ds = open_run(context.settings.zarr_root, campaign_id, run_ids[0])
     assert ds.sizes["time"] == metrics.n_points == 51
     assert float(ds.t_acc[-1]) == metrics.final_time == pytest.approx(1.0)
+    # progress: the last accepted advance reported by the step stream is the horizon
+    assert run.sim_time == pytest.approx(1.0)
 
 
 def test_invalid_input_is_a_failed_run(ctx) -> None:
@@ -64,7 +66,7 @@ def test_soft_time_limit_is_a_time_limit_failure(ctx, monkeypatch) -> None:
     def slow(*args, **kwargs):
         raise FakeSoftTimeLimit
 
-    monkeypatch.setattr(solvers, "solve", slow)
+    monkeypatch.setattr(runner, "integrate", slow)
     outcome = execute_run(
         run_ids[0], worker="t", ctx=context, time_limit_errors=(FakeSoftTimeLimit,)
     )
@@ -79,7 +81,7 @@ def test_unexpected_exception_keeps_its_traceback(ctx, monkeypatch) -> None:
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(solvers, "solve", broken)
+    monkeypatch.setattr(runner, "integrate", broken)
     assert execute_run(run_ids[0], worker="t", ctx=context) == "internal-error"
     run, _, _ = read(context, run_ids[0])
     assert (run.status, run.reason) == ("failed", "internal_error")
@@ -94,13 +96,13 @@ def test_cancelling_the_campaign_stops_a_running_run(ctx, monkeypatch) -> None:
         settings=context.settings.model_copy(update={"heartbeat_seconds": 0.0}), db=context.db
     )
 
-    def cancelled_midway(system, scenario, method, *, progress, **options):
+    def cancelled_midway(system, scenario, method, options, progress):
         with context.db.write() as session:
             repo.cancel_campaign(session=session, campaign_id=campaign_id, now=utcnow())
         progress(0.5)  # the heartbeat sees the cancellation and stops the solver
         raise AssertionError("the progress callback should have raised")
 
-    monkeypatch.setattr(solvers, "solve", cancelled_midway)
+    monkeypatch.setattr(runner, "integrate", cancelled_midway)
     assert execute_run(run_ids[0], worker="t", ctx=context) == "cancelled"
     assert execute_run(run_ids[1], worker="t", ctx=context) == "skipped"
     with context.db.read() as session:

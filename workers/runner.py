@@ -13,6 +13,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 from raptorgrid import repository as repo
@@ -21,6 +22,9 @@ from raptorgrid.settings import Settings, get_settings
 from raptorgrid.tables import CampaignStatus, utcnow
 from raptorgrid.zarr_store import consolidate_campaign, result_dataset, write_run
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
+
+if TYPE_CHECKING:
+    from solvers.result import SolveResult
 
 log = logging.getLogger(__name__)
 
@@ -51,15 +55,33 @@ def worker_context() -> WorkerContext:
     return WorkerContext(settings=settings, db=Database.from_settings(settings))
 
 
+def integrate(system, scenario, method: str, options: dict, heartbeat: Heartbeat) -> SolveResult:
+    """Solve, reporting every accepted advance to ``heartbeat``: through the step stream
+    (``solvers.streaming.simulate_steps``) for the methods that stream, else through ``solve``'s
+    progress hook (methods that integrate a segment in one compiled call, and RAPTOR)."""
+    from solvers import solve
+    from solvers.streaming import simulate_steps, streaming_methods
+
+    if method in streaming_methods():
+        stream = simulate_steps(system, scenario, method, **options)
+        for step in stream:
+            heartbeat(step.t)
+        return stream.result
+    return solve(system, scenario, method, progress=heartbeat, **options)
+
+
 class Heartbeat:
-    """The solver's progress callback: renews the lease at most every ``heartbeat_seconds`` and
-    stops the run when the lease was lost or the campaign cancelled."""
+    """Progress of the running attempt: called with the simulated time of every accepted
+    advance; at most every ``heartbeat_seconds`` it renews the lease and records that time
+    (``runs.sim_time``), and it stops the run when the lease was lost or the campaign cancelled."""
 
     def __init__(self, ctx: WorkerContext, claim: repo.Claim) -> None:
         self.ctx, self.claim = ctx, claim
         self.last = time.monotonic()
+        self.sim_time: float | None = None
 
     def __call__(self, t: float) -> None:
+        self.sim_time = t
         if time.monotonic() - self.last >= self.ctx.settings.heartbeat_seconds:
             self.beat()
 
@@ -71,6 +93,7 @@ class Heartbeat:
                 attempt=self.claim.attempt,
                 now=utcnow(),
                 lease_seconds=self.ctx.settings.lease_seconds,
+                sim_time=self.sim_time,
             )
         self.last = time.monotonic()
         if state is repo.LeaseState.LOST:
@@ -173,7 +196,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
     from models.disturbances import Disturbance
     from models.library import build_system
     from models.scenarios import make_scenario
-    from solvers import solve, validate_options
+    from solvers import validate_options
     from solvers.status import FailureReason, RunStatus
 
     with ctx.db.read() as session:
@@ -208,7 +231,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
     heartbeat = Heartbeat(ctx, claim)
     heartbeat.beat()  # building the system may have taken a while
     start = time.perf_counter()
-    result = solve(system, scenario, inputs.method, progress=heartbeat, **inputs.options)
+    result = integrate(system, scenario, inputs.method, inputs.options, heartbeat)
     runtime = time.perf_counter() - start
 
     dataset = result_dataset(

@@ -129,6 +129,8 @@ class Run(Base):
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
     zarr_group: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    sim_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """Simulated time (s) of the last accepted advance reported by the running attempt."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

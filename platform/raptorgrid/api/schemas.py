@@ -108,6 +108,7 @@ class RunPublic(_FromRow):
     attempts: int
     worker: str | None
     zarr_group: str | None
+    sim_time: float | None = None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None

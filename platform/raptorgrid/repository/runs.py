@@ -163,14 +163,23 @@ def run_inputs(*, session: Session, run_id: int) -> RunInputs:
 
 
 def renew_lease(
-    *, session: Session, run_id: int, attempt: int, now: datetime, lease_seconds: float
+    *,
+    session: Session,
+    run_id: int,
+    attempt: int,
+    now: datetime,
+    lease_seconds: float,
+    sim_time: float | None = None,
 ) -> LeaseState:
-    """Extend the lease of the current attempt; says whether it was lost or the campaign was
-    cancelled (the worker then stops)."""
+    """Extend the lease of the current attempt and record its progress (simulated time, s);
+    says whether the lease was lost or the campaign cancelled (the worker then stops)."""
+    values: dict[str, Any] = {"lease_until": now + timedelta(seconds=lease_seconds)}
+    if sim_time is not None:
+        values["sim_time"] = sim_time
     renewed = session.execute(
         update(Run)
         .where(Run.id == run_id, Run.attempts == attempt, Run.status == RunStatus.RUNNING.value)
-        .values(lease_until=now + timedelta(seconds=lease_seconds))
+        .values(**values)
         .execution_options(**_NO_SYNC)
     )
     if renewed.rowcount != 1:
