@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 from raptorgrid import repository as repo
@@ -30,6 +31,30 @@ log = logging.getLogger(__name__)
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError, DisconnectionError)
 """Errors that say the database is unreachable, not that the run is broken: retried."""
+
+RETRY_FIRST_DELAY = 0.5
+RETRY_MAX_DELAY = 8.0
+"""Backoff of database retries (s): doubling from the first delay, capped."""
+
+T = TypeVar("T")
+
+
+def with_db_retry(action: Callable[[], T], *, settings: Settings, what: str) -> T:
+    """``action()`` (one whole transaction), retried with bounded exponential backoff while the
+    database is unreachable (only ``TRANSIENT_ERRORS``), for at most ``db_retry_seconds``.
+    Each try is a complete transaction, so a failed try leaves nothing half written."""
+    deadline = time.monotonic() + settings.db_retry_seconds
+    delay = RETRY_FIRST_DELAY
+    while True:
+        try:
+            return action()
+        except TRANSIENT_ERRORS as exc:
+            if time.monotonic() + delay > deadline:
+                log.error("%s: database still unreachable, giving up: %s", what, exc)
+                raise
+            log.warning("%s: database unreachable, retrying in %.1f s: %s", what, delay, exc)
+            time.sleep(delay)
+            delay = min(2 * delay, RETRY_MAX_DELAY)
 
 
 class LeaseLost(Exception):
@@ -86,15 +111,20 @@ class Heartbeat:
             self.beat()
 
     def beat(self) -> None:
-        with self.ctx.db.write() as session:
-            state = repo.renew_lease(
-                session=session,
-                run_id=self.claim.run_id,
-                attempt=self.claim.attempt,
-                now=utcnow(),
-                lease_seconds=self.ctx.settings.lease_seconds,
-                sim_time=self.sim_time,
-            )
+        def renew() -> repo.LeaseState:
+            with self.ctx.db.write() as session:
+                return repo.renew_lease(
+                    session=session,
+                    run_id=self.claim.run_id,
+                    attempt=self.claim.attempt,
+                    now=utcnow(),
+                    lease_seconds=self.ctx.settings.lease_seconds,
+                    sim_time=self.sim_time,
+                )
+
+        state = with_db_retry(
+            renew, settings=self.ctx.settings, what=f"run {self.claim.run_id} heartbeat"
+        )
         self.last = time.monotonic()
         if state is repo.LeaseState.LOST:
             raise LeaseLost(f"run {self.claim.run_id} attempt {self.claim.attempt} lost its lease")
@@ -103,15 +133,18 @@ class Heartbeat:
 
 
 def _finish(ctx: WorkerContext, claim: repo.Claim, status, **fields) -> repo.FinishOutcome:  # noqa: ANN001
-    with ctx.db.write() as session:
-        outcome = repo.finish_run(
-            session=session,
-            run_id=claim.run_id,
-            attempt=claim.attempt,
-            status=status,
-            now=utcnow(),
-            **fields,
-        )
+    def finish() -> repo.FinishOutcome:
+        with ctx.db.write() as session:
+            return repo.finish_run(
+                session=session,
+                run_id=claim.run_id,
+                attempt=claim.attempt,
+                status=status,
+                now=utcnow(),
+                **fields,
+            )
+
+    outcome = with_db_retry(finish, settings=ctx.settings, what=f"run {claim.run_id} finish")
     if not outcome.recorded:
         log.warning("run %d attempt %d: a later attempt owns the run", claim.run_id, claim.attempt)
     elif outcome.campaign_finished:
@@ -135,15 +168,19 @@ def execute_run(
     from solvers.status import FailureReason, RunStatus
 
     ctx = ctx or worker_context()
-    with ctx.db.write() as session:
-        claim = repo.claim_run(
-            session=session,
-            run_id=run_id,
-            worker=worker,
-            now=utcnow(),
-            lease_seconds=ctx.settings.lease_seconds,
-            max_attempts=ctx.settings.max_attempts,
-        )
+
+    def claim_it() -> repo.Claim | None:
+        with ctx.db.write() as session:
+            return repo.claim_run(
+                session=session,
+                run_id=run_id,
+                worker=worker,
+                now=utcnow(),
+                lease_seconds=ctx.settings.lease_seconds,
+                max_attempts=ctx.settings.max_attempts,
+            )
+
+    claim = with_db_retry(claim_it, settings=ctx.settings, what=f"run {run_id} claim")
     if claim is None:
         log.info(
             "run %d not claimable (held by another attempt, final, or out of attempts)", run_id
@@ -199,8 +236,11 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
     from solvers import validate_options
     from solvers.status import FailureReason, RunStatus
 
-    with ctx.db.read() as session:
-        inputs = repo.run_inputs(session=session, run_id=claim.run_id)
+    def read_inputs() -> repo.RunInputs:
+        with ctx.db.read() as session:
+            return repo.run_inputs(session=session, run_id=claim.run_id)
+
+    inputs = with_db_retry(read_inputs, settings=ctx.settings, what=f"run {claim.run_id} inputs")
     if inputs.campaign_status == CampaignStatus.CANCELLED.value:
         raise RunCancelled(f"run {claim.run_id}: campaign cancelled")
     try:
@@ -252,6 +292,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
         claim.run_id,
         dataset,
         fsync=ctx.settings.zarr_fsync,
+        pause=ctx.settings.zarr_write_pause_seconds,
     )
     write_seconds = time.perf_counter() - write_start
     metrics = {

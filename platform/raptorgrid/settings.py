@@ -13,10 +13,12 @@ import os
 from pathlib import Path
 from typing import Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "RAPTORGRID_"
+SECRET_FIELDS = {"admin_token"}
+"""Settings never passed on to child processes (a worker needs no API secret)."""
 
 
 class Settings(BaseSettings):
@@ -65,6 +67,20 @@ class Settings(BaseSettings):
     reconcile_seconds: float = Field(5.0, gt=0, description="interval of the reconciler loop")
     worker_start_timeout: float = Field(120.0, gt=0, description="s; embedded worker start")
 
+    admin_token: SecretStr | None = Field(
+        None, description="bootstrap admin API token (from the environment only; never exported)"
+    )
+    read_requires_token: bool = Field(
+        False, description="GET endpoints need a valid token too (default: reads are open)"
+    )
+    max_case_bytes: int = Field(5_000_000, ge=1, description="largest uploaded case file (bytes)")
+    db_retry_seconds: float = Field(
+        120.0, ge=0, description="s; how long a worker retries a write while the database is down"
+    )
+    zarr_write_pause_seconds: float = Field(
+        0.0, ge=0, description="fault injection for tests: pause inside a run's Zarr write"
+    )
+
     api_host: str = "127.0.0.1"
     api_port: int = Field(8000, ge=1, le=65535)
     api_url: str = Field("", description="base URL used by `submit`/`status` (default host:port)")
@@ -106,7 +122,7 @@ class Settings(BaseSettings):
         """The resolved settings as ``RAPTORGRID_*`` variables, so that processes started from
         this one (embedded workers) use exactly the same configuration."""
         env = {}
-        for name, value in self.model_dump(mode="json").items():
+        for name, value in self.model_dump(mode="json", exclude=SECRET_FIELDS).items():
             if value is not None:
                 text = value if isinstance(value, str) else json.dumps(value)
                 env[f"{ENV_PREFIX}{name.upper()}"] = text

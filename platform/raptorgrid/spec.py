@@ -9,7 +9,11 @@ Two stages, both reporting errors as ``(loc, message)`` pairs that name the fiel
 
 Expansion: scenarios = disturbances x initial-condition instances (``ic_seed = seed + k``),
 runs = scenarios x configurations, where an option given as a list is a sweep and the
-configurations of a method are the cartesian product of its sweeps.
+configurations of a method are the cartesian product of its sweeps. Disturbances are listed
+explicitly or produced by generators (``generate``: every branch trip, a fault at every bus, ...;
+``raptorgrid.campaign_gen``). With ``reference`` set, each scenario also gets one reference run
+(flagged ``is_reference``) that scoring compares every other run of the scenario with, on the
+evaluation grid ``linspace(0, t_end, n_eval)``, against the ``thresholds``.
 """
 
 from __future__ import annotations
@@ -19,14 +23,26 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from models.disturbances import Disturbance, NoDisturbance
 from models.library import build_system, network_names
+from raptorgrid.campaign_gen import DisturbanceGenerator
 from raptorgrid.settings import Settings
 from solvers.catalogue import UnknownMethodError, validate_options
 
 Loc = tuple[str | int, ...]
+
+MAX_CAMPAIGN_SAMPLES = 200_000_000
+"""Largest runs x n_eval of one campaign (each sample is a row of every state and output)."""
 
 ELEMENT_FIELDS = ("bus", "branch", "generator", "load")
 """Fields of a disturbance that name a network element (checked against the built network)."""
@@ -91,6 +107,38 @@ class MethodSweep(BaseModel):
         return value
 
 
+class ReferenceSpec(BaseModel):
+    """The high-accuracy run of every scenario that the other runs are scored against."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = "kvaerno5"
+    options: dict[str, Any] = Field(default_factory=lambda: {"rtol": 1e-10, "atol": 1e-12})
+
+    @model_validator(mode="after")
+    def _valid(self) -> ReferenceSpec:
+        try:
+            validate_options(self.method, self.options)
+        except UnknownMethodError as exc:
+            raise ValueError(str(exc)) from None
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"reference {self.method} options: {problems}") from None
+        return self
+
+
+class Thresholds(BaseModel):
+    """Accuracy qualification (all three must hold, as in the paper's Table I)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state_error: float = Field(1e-3, gt=0.0, description="normalized state error, max")
+    voltage_mae: float = Field(1e-4, gt=0.0, description="bus-voltage MAE, pu")
+    kcl_max: float = Field(1e-6, gt=0.0, description="largest KCL residual, pu")
+
+
 class CampaignCreate(BaseModel):
     """A campaign as submitted (``POST /campaigns``, ``raptorgrid run SPEC``)."""
 
@@ -100,9 +148,24 @@ class CampaignCreate(BaseModel):
     network: str
     t_end: float = Field(gt=0.0, description="horizon (s); capped by the max_horizon setting")
     n_eval: int = Field(201, ge=2, description="points of the evaluation grid")
-    disturbances: list[Disturbance] = Field(default_factory=lambda: [NoDisturbance()], min_length=1)
+    disturbances: list[Disturbance] = Field(default_factory=lambda: [NoDisturbance()])
+    generate: list[DisturbanceGenerator] = Field(
+        default_factory=list, description="disturbance generators, expanded on the network"
+    )
     initial_conditions: InitialConditions = Field(default_factory=InitialConditions)
     methods: list[MethodSweep] = Field(min_length=1)
+    reference: ReferenceSpec | None = Field(
+        None, description="one reference run per scenario; {} for kvaerno5 at rtol 1e-10"
+    )
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+
+    @model_validator(mode="after")
+    def _some_disturbance(self) -> CampaignCreate:
+        if self.generate and "disturbances" not in self.model_fields_set:
+            self.disturbances = []  # generators replace the default "none" disturbance
+        if not self.disturbances and not self.generate:
+            raise ValueError("give at least one disturbance or generator")
+        return self
 
     @field_validator("network")
     @classmethod
@@ -141,6 +204,7 @@ class RunPlan:
     method: str
     options: dict[str, Any]
     config_label: str
+    is_reference: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +216,19 @@ class Expansion:
 def _disturbance_label(disturbance: Any) -> str:
     fields = [getattr(disturbance, f) for f in ELEMENT_FIELDS if hasattr(disturbance, f)]
     return ":".join([disturbance.kind, *fields])
+
+
+def all_disturbances(spec: CampaignCreate) -> list[Any]:
+    """The explicit disturbances, then those of every generator (builds the network)."""
+    out = list(spec.disturbances)
+    if spec.generate:
+        system = build_system(spec.network)
+        for i, generator in enumerate(spec.generate):
+            try:
+                out.extend(generator.disturbances(system))
+            except ValueError as exc:
+                raise SpecError([(("generate", i), str(exc))]) from None
+    return out
 
 
 def check_disturbances(spec: CampaignCreate) -> list[tuple[Loc, str]]:
@@ -176,8 +253,23 @@ def check_disturbances(spec: CampaignCreate) -> list[tuple[Loc, str]]:
     return errors
 
 
+def _check_generated(spec: CampaignCreate, disturbances: list[Any]) -> list[tuple[Loc, str]]:
+    generated = disturbances[len(spec.disturbances) :]
+    late = [d for d in generated if d.last_time() > spec.t_end]
+    if late:
+        return [
+            (
+                ("generate",),
+                f"{len(late)} generated disturbances have events after the horizon t_end = "
+                f"{spec.t_end} s (e.g. {_disturbance_label(late[0])} at {late[0].last_time()} s)",
+            )
+        ]
+    return []
+
+
 def expand(spec: CampaignCreate, *, settings: Settings) -> Expansion:
     """Scenarios and runs of ``spec``; raises ``SpecError`` naming every offending field."""
+    disturbances = all_disturbances(spec)
     errors: list[tuple[Loc, str]] = []
     if spec.t_end > settings.max_horizon:
         errors.append((("t_end",), f"the horizon is limited to {settings.max_horizon} s"))
@@ -187,20 +279,30 @@ def expand(spec: CampaignCreate, *, settings: Settings) -> Expansion:
         (sweep.method, config) for sweep in spec.methods for config in configurations(sweep.options)
     ]
     ic = spec.initial_conditions
-    n_scenarios = len(spec.disturbances) * ic.count
-    n_runs = n_scenarios * len(configs)
+    n_scenarios = len(disturbances) * ic.count
+    per_scenario = len(configs) + (spec.reference is not None)
+    n_runs = n_scenarios * per_scenario
     if n_runs > settings.max_runs_per_campaign:
+        reference = " + 1 reference" if spec.reference is not None else ""
         errors.append(
             (
                 ("methods",),
-                f"the campaign expands to {n_runs} runs ({len(spec.disturbances)} disturbances x "
-                f"{ic.count} initial conditions x {len(configs)} configurations); the limit is "
-                f"{settings.max_runs_per_campaign} runs per campaign: split it",
+                f"the campaign expands to {n_runs} runs ({len(disturbances)} disturbances x "
+                f"{ic.count} initial conditions x ({len(configs)} configurations{reference})); "
+                f"the limit is {settings.max_runs_per_campaign} runs per campaign: split it",
             )
         )
-    if errors:  # do not build the network for a spec refused anyway
+    elif n_runs * spec.n_eval > MAX_CAMPAIGN_SAMPLES:
+        errors.append(
+            (
+                ("n_eval",),
+                f"{n_runs} runs x {spec.n_eval} evaluation points exceed the limit of "
+                f"{MAX_CAMPAIGN_SAMPLES:.0e} stored samples per campaign: lower n_eval or split",
+            )
+        )
+    if errors:  # do not check elements for a spec refused anyway
         raise SpecError(errors)
-    errors = check_disturbances(spec)
+    errors = check_disturbances(spec) + _check_generated(spec, disturbances)
     if errors:
         raise SpecError(errors)
     scenarios = [
@@ -211,12 +313,17 @@ def expand(spec: CampaignCreate, *, settings: Settings) -> Expansion:
             ic_spread=ic.spread,
             label=f"{_disturbance_label(disturbance)}#{k}",
         )
-        for d, disturbance in enumerate(spec.disturbances)
+        for d, disturbance in enumerate(disturbances)
         for k in range(ic.count)
     ]
-    runs = [
-        RunPlan(scenario.index, method, config, config_label(config))
-        for scenario in scenarios
-        for method, config in configs
-    ]
+    runs = []
+    for scenario in scenarios:
+        if spec.reference is not None:
+            ref = spec.reference
+            label = f"reference:{config_label(ref.options)}"
+            runs.append(RunPlan(scenario.index, ref.method, dict(ref.options), label, True))
+        runs.extend(
+            RunPlan(scenario.index, method, config, config_label(config))
+            for method, config in configs
+        )
     return Expansion(scenarios, runs)

@@ -1,14 +1,23 @@
 """Submitting a campaign: expand the spec, store it in one transaction, then enqueue its runs
 (after the commit, so a worker never receives a run id it cannot read). Used by the API and the
-CLI alike."""
+CLI alike.
+
+With an idempotency key (the API's ``Idempotency-Key`` header) a retried submission returns the
+campaign the first one created; the same key with a different spec is refused. If the broker is
+down after the commit, the runs stay queued in SQL and the reconciler sends them later.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery
+from kombu.exceptions import OperationalError as BrokerUnavailable
+from sqlalchemy.exc import IntegrityError
 
 from raptorgrid import repository as repo
 from raptorgrid.db import Database
@@ -26,6 +35,31 @@ class Submitted:
     campaign_id: int
     n_scenarios: int
     n_runs: int
+    replayed: bool = False
+    """True when an earlier submission with the same idempotency key is returned."""
+
+
+class IdempotencyConflict(ValueError):
+    """The idempotency key was already used with a different spec."""
+
+
+def spec_hash(raw_spec: dict[str, Any]) -> str:
+    """sha256 of the spec as canonical JSON (key order does not matter)."""
+    canonical = json.dumps(raw_spec, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _replay(db: Database, owner: str, key: str, request_hash: str) -> Submitted | None:
+    with db.read() as session:
+        found = repo.find_by_idempotency_key(session=session, owner=owner, key=key)
+    if found is None:
+        return None
+    if found.request_hash != request_hash:
+        raise IdempotencyConflict(
+            f"Idempotency-Key {key!r} was already used for campaign {found.id} with a different "
+            "request body; send a new key to submit a different campaign"
+        )
+    return Submitted(found.id, found.n_scenarios, found.n_runs, replayed=True)
 
 
 def submit_campaign(
@@ -35,14 +69,48 @@ def submit_campaign(
     settings: Settings,
     spec: CampaignCreate,
     raw_spec: dict[str, Any] | None = None,
+    owner: str | None = None,
+    idempotency_key: str | None = None,
 ) -> Submitted:
-    """Store ``spec`` and enqueue its runs; raises ``spec.SpecError`` for a refused spec."""
+    """Store ``spec`` and enqueue its runs; raises ``spec.SpecError`` for a refused spec and
+    ``IdempotencyConflict`` for a key reused with another spec (keys need an ``owner``)."""
+    if idempotency_key is not None and owner is None:
+        raise ValueError("an idempotency key needs an owner")
+    raw = raw_spec if raw_spec is not None else spec.model_dump(mode="json")
+    request_hash = spec_hash(raw) if idempotency_key is not None else None
+    if idempotency_key is not None:
+        replay = _replay(db, owner, idempotency_key, request_hash)
+        if replay is not None:
+            return replay
     expansion = expand(spec, settings=settings)
-    with db.write() as session:
-        campaign, run_ids = repo.create_campaign(
-            session=session, spec=spec, expansion=expansion, now=utcnow(), raw_spec=raw_spec
-        )
+    try:
+        with db.write() as session:
+            campaign, run_ids = repo.create_campaign(
+                session=session,
+                spec=spec,
+                expansion=expansion,
+                now=utcnow(),
+                raw_spec=raw_spec,
+                owner=owner,
+                idempotency_key=idempotency_key,
+                request_hash=request_hash,
+            )
+    except IntegrityError:
+        # A concurrent request with the same key committed first: answer with its campaign.
+        replay = _replay(db, owner, idempotency_key, request_hash) if idempotency_key else None
+        if replay is None:
+            raise
+        return replay
     ensure_campaign_store(settings.zarr_root, campaign.id)
-    enqueue_runs(celery, run_ids, queue=settings.queue)
+    try:
+        enqueue_runs(celery, run_ids, queue=settings.queue)
+    except BrokerUnavailable as exc:
+        log.warning(
+            "campaign %d stored but the broker is unreachable (%s): its %d runs stay queued and "
+            "the reconciler sends them",
+            campaign.id,
+            exc,
+            len(run_ids),
+        )
     log.info("campaign %d: %d runs submitted", campaign.id, len(run_ids))
     return Submitted(campaign.id, len(expansion.scenarios), len(run_ids))

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -73,6 +74,7 @@ class Campaign(Base):
     """A submitted study: its spec verbatim, and totals kept by the runs as they finish."""
 
     __tablename__ = "campaigns"
+    __table_args__ = (UniqueConstraint("owner", "idempotency_key"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
@@ -88,6 +90,41 @@ class Campaign(Base):
     n_cancelled: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    owner: Mapped[str | None] = mapped_column(String(100), nullable=True, index=True)
+    """The token owner that submitted it; NULL for embedded (no HTTP) campaigns."""
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    request_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """sha256 of the canonical spec sent with ``idempotency_key`` (a reuse must match it)."""
+
+
+class ApiToken(Base):
+    """An issued API token: only the sha256 of its secret is kept, found by its prefix."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner: Mapped[str] = mapped_column(String(100), index=True)
+    prefix: Mapped[str] = mapped_column(String(16), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class CaseFile(Base):
+    """An uploaded, validated case file (MATPOWER text or pandapower JSON), kept verbatim."""
+
+    __tablename__ = "cases"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    format: Mapped[str] = mapped_column(String(16))
+    sha256: Mapped[str] = mapped_column(String(64))
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    content: Mapped[str] = mapped_column(Text)
+    summary: Mapped[dict[str, Any]] = mapped_column(JSON)
+    owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class ScenarioRow(Base):
@@ -111,7 +148,11 @@ class Run(Base):
     """One scenario solved by one method configuration; claimed by a worker with a lease."""
 
     __tablename__ = "runs"
-    __table_args__ = (Index(None, "campaign_id", "status"), Index(None, "status", "lease_until"))
+    __table_args__ = (
+        Index(None, "campaign_id", "status"),
+        Index(None, "status", "lease_until"),
+        Index(None, "campaign_id", "method", "config_label"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
@@ -131,6 +172,8 @@ class Run(Base):
     zarr_group: Mapped[str | None] = mapped_column(String(500), nullable=True)
     sim_time: Mapped[float | None] = mapped_column(Float, nullable=True)
     """Simulated time (s) of the last accepted advance reported by the running attempt."""
+    is_reference: Mapped[bool] = mapped_column(Boolean, default=False)
+    """The scenario's reference run, that scoring compares the other runs with (0004)."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -161,6 +204,35 @@ class RunMetrics(Base):
     state_error: Mapped[float | None] = mapped_column(Float, nullable=True)
     voltage_mae: Mapped[float | None] = mapped_column(Float, nullable=True)
     kcl_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+    qualified: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    """All accuracy thresholds met; NULL until scored (0004)."""
+    scored_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    """When scoring wrote the error columns: set once, by a conditional UPDATE (0004)."""
+
+
+class ScenarioIndicators(Base):
+    """Stability indicators of one scenario, from its reference run (else any succeeded run),
+    and the severity it is ranked by (``raptorgrid.scoring.indicators``; 0004)."""
+
+    __tablename__ = "scenario_indicators"
+
+    scenario_id: Mapped[int] = mapped_column(
+        ForeignKey("scenarios.id", ondelete="CASCADE"), primary_key=True
+    )
+    campaign_id: Mapped[int] = mapped_column(
+        ForeignKey("campaigns.id", ondelete="CASCADE"), index=True
+    )
+    run_id: Mapped[int] = mapped_column(Integer)
+    from_reference: Mapped[bool] = mapped_column(Boolean)
+    max_angle_spread_deg: Mapped[float | None] = mapped_column(Float, nullable=True)
+    frequency_nadir_hz: Mapped[float | None] = mapped_column(Float, nullable=True)
+    frequency_nadir_t: Mapped[float | None] = mapped_column(Float, nullable=True)
+    min_voltage_pu: Mapped[float | None] = mapped_column(Float, nullable=True)
+    min_voltage_t: Mapped[float | None] = mapped_column(Float, nullable=True)
+    voltage_recovery_t: Mapped[float | None] = mapped_column(Float, nullable=True)
+    stable: Mapped[bool] = mapped_column(Boolean)
+    criterion: Mapped[str] = mapped_column(String(200))
+    severity: Mapped[float] = mapped_column(Float)
 
 
 STATS_COLUMNS = (

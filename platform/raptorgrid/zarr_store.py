@@ -16,8 +16,10 @@ consolidated once, when the campaign finishes.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
+import time
 import uuid
 import warnings
 from pathlib import Path
@@ -28,6 +30,8 @@ import xarray as xr
 import zarr
 
 from solvers.result import SolveResult
+
+log = logging.getLogger(__name__)
 
 STAGING = ".staging"
 """Folder under the Zarr root where runs are written before being renamed into place."""
@@ -58,6 +62,17 @@ def ensure_campaign_store(zarr_root: Path, campaign_id: int) -> Path:
     os.replace(aside / "zarr.json", store / "zarr.json")
     shutil.rmtree(aside, ignore_errors=True)
     return store
+
+
+def delete_campaign_store(zarr_root: Path, campaign_id: int) -> None:
+    """Remove the campaign's store (renamed aside first, so readers never see half of it)."""
+    store = campaign_store(zarr_root, campaign_id)
+    if not store.exists():
+        return
+    aside = Path(zarr_root) / STAGING / f"deleted-{store.name}-{uuid.uuid4().hex}"
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(store, aside)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _names(values: tuple[str, ...]) -> np.ndarray:
@@ -113,10 +128,18 @@ def _fsync_tree(root: Path) -> None:
 
 
 def write_run(
-    zarr_root: Path, campaign_id: int, run_id: int, dataset: xr.Dataset, *, fsync: bool = True
+    zarr_root: Path,
+    campaign_id: int,
+    run_id: int,
+    dataset: xr.Dataset,
+    *,
+    fsync: bool = True,
+    pause: float = 0.0,
 ) -> str:
     """Write ``dataset`` as the run's group, atomically; returns its path under the root.
-    ``fsync`` makes the published group survive a machine crash, not only a process crash."""
+    ``fsync`` makes the published group survive a machine crash, not only a process crash.
+    ``pause`` (fault injection for tests) sleeps between staging and publishing, so a test can
+    kill the writer mid-write."""
     store = ensure_campaign_store(zarr_root, campaign_id)
     staging_root = Path(zarr_root) / STAGING
     staging_root.mkdir(parents=True, exist_ok=True)
@@ -129,6 +152,9 @@ def write_run(
     dataset.to_zarr(str(staged), mode="w", zarr_format=3, consolidated=False, encoding=encoding)
     if fsync:
         _fsync_tree(staged)
+    if pause:
+        log.warning("run %d: pausing %.1f s inside the Zarr write (fault injection)", run_id, pause)
+        time.sleep(pause)
     final = store / run_group(run_id)
     if final.exists():  # an earlier attempt's group: move it aside, then replace it
         retired = staging_root / f"retired-{final.name}-{token}"

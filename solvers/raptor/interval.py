@@ -6,9 +6,10 @@ Given x_k, z_k, the interval length h (traced), a frozen reduced Jacobian A_0 an
 1. factorizes the M decoupled chord matrices (I - h lam_j A_0) (complex, size n_x) and the
    real (I - h A_0) used by the predictor and the error filter;
 2. initializes the coefficients by matching the start derivative f(x_k) and a predicted end
-   derivative f(x_hat), x_hat = x_k + h (I - h A_0)^-1 f(x_k) (linearly implicit Euler: plain
-   forward Euler explodes for h |lam| > 2), biased towards the previous interval's coefficients
-   with weight ``mu`` (0 after events and rejections);
+   derivative f(x_hat), x_hat = x_k + h (I - h A_0)^-1 f(x_k) (linearly implicit Euler, the
+   default; the paper's plain forward-Euler prediction x_k + h f(x_k) is an option, but it
+   explodes for h |lam| > 2), biased towards the previous interval's coefficients with weight
+   ``mu`` (0 after events and rejections);
 3. runs the chord (modified Newton) iteration on Y = h Q F(x_k + Y), recovering z at every
    collocation point from g = 0 (warm-started Newton), with Hairer-Wanner convergence control
    on the contraction rate theta;
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -63,50 +65,83 @@ def _algebraic_newton(g):
     return solve
 
 
-def make_attempt(system: DAESystem, max_newton: int):
-    """The attempt function for ``system`` (pure JAX; see module doc for the algorithm)."""
+@dataclass(frozen=True)
+class IntervalStages:
+    """The numerical stages of one attempt as pure JAX functions, composed by ``make_attempt``
+    and timed one by one by ``benchmarks/raptor_profile.py``."""
+
+    solve_z: Any
+    factorize: Any
+    initial_guess: Any
+    chord_update: Any
+    indicator: Any
+
+
+def make_stages(system: DAESystem) -> IntervalStages:
     f, g = system.f, system.g
     solve_z = _algebraic_newton(g)
     solve_z_points = jax.vmap(solve_z, in_axes=(0, 0, None))
     f_points = jax.vmap(f, in_axes=(0, 0, None))
 
-    def attempt(x_k, z_k, f_k, h, p, a0, banks, idx, w_prev, mu, rtol, atol, kappa):
-        bank = {name: arr[idx] for name, arr in banks.items()}
-        n = x_k.shape[0]
-        eye = jnp.eye(n)
-        lam = bank["lam"]
-        # 1. factorizations: M complex chord matrices and the real filter/predictor matrix
+    def factorize(h, lam, a0):
+        """M complex chord matrices (I - h lam_j A_0) and the real (I - h A_0), LU-factorized."""
+        eye = jnp.eye(a0.shape[0])
         chord = jax.vmap(lambda lj: lu_factor(eye.astype(lam.dtype) - h * lj * a0))(lam)
-        filt = lu_factor(eye - h * a0)
-        # 2. initial coefficients
-        x_hat = x_k + h * lu_solve(filt, f_k)
-        z_hat, it_hat = solve_z(x_hat, z_k, p)
-        f_hat = f(x_hat, z_hat, p)
-        b = h * jnp.stack([f_k, f_hat])  # (2, n): h x'(0), h x'(1)
-        w_fit = bank["init_reg"] @ (bank["init_e"].T @ b + mu * w_prev)  # (N, n)
-        y_cont = bank["psi_colloc"] @ w_fit
-        y_min = bank["init_map"] @ b
-        y0 = jnp.where(mu > 0, y_cont, y_min)
-        zc0 = jnp.broadcast_to(z_k, (lam.shape[0], z_k.shape[0]))
-        q, t, t_inv = bank["q"], bank["t"], bank["t_inv"]
+        return chord, lu_factor(eye - h * a0)
 
-        def scale(x_pts):
-            return atol + rtol * jnp.maximum(jnp.abs(x_k), jnp.abs(x_pts))
+    def initial_guess(x_k, z_k, f_k, h, p, filt, bank, w_prev, mu, implicit):
+        """Stage increments Y_0 from the start and predicted end derivatives (section 2)."""
+        x_hat = x_k + h * jnp.where(implicit > 0, lu_solve(filt, f_k), f_k)
+        z_hat, it_hat = solve_z(x_hat, z_k, p)
+        b = h * jnp.stack([f_k, f(x_hat, z_hat, p)])  # (2, n): h x'(0), h x'(1)
+        w_fit = bank["init_reg"] @ (bank["init_e"].T @ b + mu * w_prev)  # (N, n)
+        y0 = jnp.where(mu > 0, bank["psi_colloc"] @ w_fit, bank["init_map"] @ b)
+        return y0, it_hat
+
+    def chord_update(y, zc, x_k, h, p, bank, chord):
+        """One chord iteration: z at the collocation points, the residual Y - h Q F, and the
+        update through the M decoupled factorizations."""
+        xc = x_k + y
+        zc, it_alg = solve_z_points(xc, zc, p)
+        resid = y - h * (bank["q"] @ f_points(xc, zc, p))
+        rhs = bank["t_inv"] @ resid.astype(bank["t_inv"].dtype)  # (M, n) decoupled
+        dw = -jax.vmap(lambda lu, piv, r: lu_solve((lu, piv), r))(chord[0], chord[1], rhs)
+        return jnp.real(bank["t"] @ dw), zc, it_alg
+
+    def indicator(x_k, z_k, y, zc, h, p, filt, bank, rtol, atol):
+        """Filtered DAE residual at the off-grid checkpoints, RMS in units of the tolerance."""
+        x_chk = x_k + bank["check_values"] @ y
+        z_guess = z_k + bank["check_values"] @ (zc - z_k)
+        z_chk, it_chk = solve_z_points(x_chk, z_guess, p)
+        defect = bank["check_slopes"] @ y - h * f_points(x_chk, z_chk, p)  # (M, n)
+        filtered = lu_solve(filt, defect.T).T
+        scale = atol + rtol * jnp.maximum(jnp.abs(x_k), jnp.abs(x_chk))
+        err = jnp.sqrt(jnp.mean((filtered / scale) ** 2))
+        return jnp.where(jnp.isfinite(err), err, jnp.inf), jnp.sum(it_chk)
+
+    return IntervalStages(solve_z_points, factorize, initial_guess, chord_update, indicator)
+
+
+def make_attempt(system: DAESystem, max_newton: int):
+    """The attempt function for ``system`` (pure JAX; see module doc for the algorithm)."""
+    stages = make_stages(system)
+    f_points = jax.vmap(system.f, in_axes=(0, 0, None))
+
+    def attempt(x_k, z_k, f_k, h, p, a0, banks, idx, w_prev, mu, rtol, atol, kappa, implicit):
+        bank = {name: arr[idx] for name, arr in banks.items()}
+        chord, filt = stages.factorize(h, bank["lam"], a0)
+        y0, it_hat = stages.initial_guess(x_k, z_k, f_k, h, p, filt, bank, w_prev, mu, implicit)
+        zc0 = jnp.broadcast_to(z_k, (bank["lam"].shape[0], z_k.shape[0]))
 
         def cond(carry):
             return carry["status"] == STATUS_RUNNING
 
         def body(carry):
-            y, zc = carry["y"], carry["zc"]
-            xc = x_k + y
-            zc, it_alg = solve_z_points(xc, zc, p)
-            fc = f_points(xc, zc, p)
-            resid = y - h * (q @ fc)
-            rhs = t_inv @ resid.astype(t_inv.dtype)  # (M, n) decoupled right-hand sides
-            dw = -jax.vmap(lambda lu, piv, r: lu_solve((lu, piv), r))(chord[0], chord[1], rhs)
-            dy = jnp.real(t @ dw)
+            y = carry["y"]
+            dy, zc, it_alg = stages.chord_update(y, carry["zc"], x_k, h, p, bank, chord)
             y_new = y + dy
-            dnorm = jnp.sqrt(jnp.mean((dy / scale(xc)) ** 2))
+            scale = atol + rtol * jnp.maximum(jnp.abs(x_k), jnp.abs(x_k + y))
+            dnorm = jnp.sqrt(jnp.mean((dy / scale) ** 2))
             it = carry["it"] + 1
             rate = jnp.where(carry["it"] > 0, dnorm / carry["dnorm"], 0.0)
             finite = jnp.all(jnp.isfinite(y_new)) & jnp.isfinite(dnorm)
@@ -149,17 +184,9 @@ def make_attempt(system: DAESystem, max_newton: int):
         out = jax.lax.while_loop(cond, body, init)
         y = out["y"]
         xc = x_k + y
-        zc, it_alg = solve_z_points(xc, out["zc"], p)
+        zc, it_alg = stages.solve_z(xc, out["zc"], p)
         fc = f_points(xc, zc, p)
-        # 4. acceptance indicator at the off-grid checkpoints
-        x_chk = x_k + bank["check_values"] @ y
-        z_guess = z_k + bank["check_values"] @ (zc - z_k)
-        z_chk, it_chk = solve_z_points(x_chk, z_guess, p)
-        defect = bank["check_slopes"] @ y - h * f_points(x_chk, z_chk, p)  # (M, n)
-        filtered = lu_solve(filt, defect.T).T
-        err = jnp.sqrt(jnp.mean((filtered / scale(x_chk)) ** 2))
-        g_end = jnp.max(jnp.abs(g(xc[-1], zc[-1], p)))
-        err = jnp.where(jnp.isfinite(err), err, jnp.inf)
+        err, it_chk = stages.indicator(x_k, z_k, y, zc, h, p, filt, bank, rtol, atol)
         return {
             "y": y,
             "zc": zc,
@@ -171,8 +198,8 @@ def make_attempt(system: DAESystem, max_newton: int):
             "status": out["status"],
             "newton_iterations": out["it"],
             "rate_max": out["rate_max"],
-            "alg_iterations": out["alg_it"] + jnp.sum(it_alg) + jnp.sum(it_chk),
-            "g_end": g_end,
+            "alg_iterations": out["alg_it"] + jnp.sum(it_alg) + it_chk,
+            "g_end": jnp.max(jnp.abs(system.g(xc[-1], zc[-1], p))),
         }
 
     return attempt

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -35,6 +37,11 @@ class RaptorOptions(BaseModel):
         le=1.0,
         description="weight biasing the initial coefficients towards the "
         "previous interval's (0 disables continuation)",
+    )
+    predictor: Literal["linearly_implicit", "forward_euler"] = Field(
+        "linearly_implicit",
+        description="end-state prediction for the initial coefficients: linearly implicit Euler "
+        "x + h (I - h A)^-1 f (stable for stiff intervals) or the paper's forward Euler x + h f",
     )
     max_newton: int = Field(7, ge=2, le=30, description="chord iterations per attempt")
     newton_tol: float | None = Field(

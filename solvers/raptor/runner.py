@@ -161,6 +161,7 @@ def _attempt_args(x, z, f, h, p, a0, banks, idx, w_prev, mu, options: RaptorOpti
         f64(options.rtol),
         f64(options.atol),
         f64(options.chord_tol),
+        f64(options.predictor == "linearly_implicit"),
     )
 
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from raptorgrid import __version__
 from raptorgrid.api import errors
-from raptorgrid.api.routes import campaigns, health, runs, solvers
+from raptorgrid.api.routes import campaigns, cases, health, runs, solvers
 from raptorgrid.celery_app import create_celery
 from raptorgrid.db import Database
 from raptorgrid.settings import Settings, get_settings
@@ -32,6 +32,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db = Database.from_settings(settings)
     app.state.celery = create_celery(settings)
     errors.install(app)
-    for module in (campaigns, runs, solvers, health):
+    for module in (campaigns, runs, cases, solvers, health):
         app.include_router(module.router)
     return app

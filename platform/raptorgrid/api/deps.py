@@ -1,4 +1,4 @@
-"""Typed dependencies: the settings, a read session, a write session, and the enqueuer."""
+"""Typed dependencies: the settings, a read session, the enqueuer, and the caller (API token)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from celery import Celery
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from raptorgrid.auth import Principal, verify_token
 from raptorgrid.db import Database
 from raptorgrid.settings import Settings
 
@@ -34,3 +36,58 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 DatabaseDep = Annotated[Database, Depends(get_db)]
 CeleryDep = Annotated[Celery, Depends(get_celery)]
 SessionDep = Annotated[Session, Depends(get_session)]
+
+
+_bearer = HTTPBearer(auto_error=False, description="an API token: `raptorgrid token create`")
+
+
+def _unauthorized(message: str) -> HTTPException:
+    return HTTPException(
+        status_code=401, detail=message, headers={"WWW-Authenticate": 'Bearer realm="raptorgrid"'}
+    )
+
+
+def _principal(
+    db: Database, settings: Settings, credentials: HTTPAuthorizationCredentials | None
+) -> Principal:
+    if credentials is None:
+        raise _unauthorized("missing API token: send 'Authorization: Bearer <token>'")
+    bootstrap = settings.admin_token.get_secret_value() if settings.admin_token else None
+    with db.read() as session:
+        principal = verify_token(
+            session=session, token=credentials.credentials, bootstrap=bootstrap
+        )
+    if principal is None:
+        raise _unauthorized("invalid or revoked API token")
+    return principal
+
+
+def get_principal(
+    db: Annotated[Database, Depends(get_db)],
+    settings: Annotated[Settings, Depends(get_settings_dep)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    """The caller of a write endpoint: 401 without a valid token."""
+    return _principal(db, settings, credentials)
+
+
+def read_access(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Reads are open unless ``read_requires_token`` is set; then any valid token may read."""
+    settings: Settings = request.app.state.settings
+    if settings.read_requires_token:
+        _principal(request.app.state.db, settings, credentials)
+
+
+def require_owner(principal: Principal, owner: str | None, what: str) -> None:
+    """403 unless ``principal`` owns the resource (or is an admin)."""
+    if not principal.is_admin and owner != principal.owner:
+        raise HTTPException(
+            status_code=403, detail=f"{what} belongs to another user; only its owner may change it"
+        )
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+ReadAccess = Depends(read_access)

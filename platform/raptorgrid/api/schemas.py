@@ -49,6 +49,7 @@ class CampaignPublic(_FromRow):
     done: int
     progress: float
     spec: dict[str, Any]
+    owner: str | None = None
 
     @classmethod
     def from_row(cls, campaign: Campaign, counts: dict[str, int]) -> CampaignPublic:

@@ -7,6 +7,8 @@ and never commit, so one request or one worker step is one transaction.
 from raptorgrid.repository.campaigns import (
     cancel_campaign,
     create_campaign,
+    delete_campaign,
+    find_by_idempotency_key,
     get_campaign,
     record_final,
     run_counts,
@@ -36,6 +38,8 @@ __all__ = [
     "cancel_campaign",
     "claim_run",
     "create_campaign",
+    "delete_campaign",
+    "find_by_idempotency_key",
     "finish_run",
     "get_campaign",
     "get_run",

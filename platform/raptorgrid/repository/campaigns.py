@@ -10,11 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from raptorgrid.spec import CampaignCreate, Expansion
-from raptorgrid.tables import Campaign, CampaignStatus, Run, ScenarioRow
+from raptorgrid.tables import Campaign, CampaignStatus, Run, RunMetrics, ScenarioRow
 from solvers.status import FailureReason, RunStatus
 
 _NO_SYNC = {"synchronize_session": False}
@@ -27,8 +27,12 @@ def create_campaign(
     expansion: Expansion,
     now: datetime,
     raw_spec: dict[str, Any] | None = None,
+    owner: str | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
 ) -> tuple[Campaign, list[int]]:
-    """Insert the campaign, its scenarios and its queued runs; returns the run ids."""
+    """Insert the campaign, its scenarios and its queued runs; returns the run ids. A reused
+    ``(owner, idempotency_key)`` raises ``IntegrityError`` (the unique constraint)."""
     campaign = Campaign(
         name=spec.name,
         network=spec.network,
@@ -42,6 +46,9 @@ def create_campaign(
         n_failed=0,
         n_cancelled=0,
         created_at=now,
+        owner=owner,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
     )
     session.add(campaign)
     session.flush()
@@ -73,6 +80,7 @@ def create_campaign(
                 "method": r.method,
                 "options": r.options,
                 "config_label": r.config_label,
+                "is_reference": r.is_reference,
                 "status": RunStatus.QUEUED.value,
                 "message": "",
                 "attempts": 0,
@@ -90,6 +98,30 @@ def create_campaign(
 
 def get_campaign(*, session: Session, campaign_id: int) -> Campaign | None:
     return session.get(Campaign, campaign_id)
+
+
+def find_by_idempotency_key(*, session: Session, owner: str, key: str) -> Campaign | None:
+    return session.scalars(
+        select(Campaign).where(Campaign.owner == owner, Campaign.idempotency_key == key)
+    ).first()
+
+
+def delete_campaign(*, session: Session, campaign_id: int) -> bool:
+    """Delete a campaign that is not running, with its scenarios, runs and metrics."""
+    runs = select(Run.id).where(Run.campaign_id == campaign_id).scalar_subquery()
+    session.execute(
+        delete(RunMetrics).where(RunMetrics.run_id.in_(runs)).execution_options(**_NO_SYNC)
+    )
+    for table in (Run, ScenarioRow):  # explicit: SQLite may run without foreign keys
+        session.execute(
+            delete(table).where(table.campaign_id == campaign_id).execution_options(**_NO_SYNC)
+        )
+    deleted = session.execute(
+        delete(Campaign)
+        .where(Campaign.id == campaign_id, Campaign.status != CampaignStatus.RUNNING.value)
+        .execution_options(**_NO_SYNC)
+    )
+    return deleted.rowcount == 1
 
 
 def run_counts(*, session: Session, campaign_id: int) -> dict[str, int]:

@@ -1,13 +1,25 @@
-"""/campaigns: submit, read with progress counts, list runs, per-method stats, cancel."""
+"""/campaigns: submit, read with progress counts, list runs, per-method stats, cancel, delete.
+
+Submitting, cancelling and deleting need an API token; a campaign belongs to its submitter and
+only its owner (or an admin) may cancel or delete it. Reads follow ``read_requires_token``.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Header, HTTPException, Query, Response
 
 from raptorgrid import repository as repo
-from raptorgrid.api.deps import CeleryDep, DatabaseDep, SessionDep, SettingsDep
+from raptorgrid.api.deps import (
+    CeleryDep,
+    DatabaseDep,
+    PrincipalDep,
+    ReadAccess,
+    SessionDep,
+    SettingsDep,
+    require_owner,
+)
 from raptorgrid.api.errors import not_found
 from raptorgrid.api.routes.runs import run_public
 from raptorgrid.api.schemas import (
@@ -18,23 +30,71 @@ from raptorgrid.api.schemas import (
     MethodStatsPublic,
     RunsPublic,
 )
-from raptorgrid.submission import submit_campaign
-from raptorgrid.tables import utcnow
+from raptorgrid.submission import IdempotencyConflict, submit_campaign
+from raptorgrid.tables import CampaignStatus, utcnow
+from raptorgrid.zarr_store import delete_campaign_store
 from solvers.status import RunStatus
 
-router = APIRouter(prefix="/campaigns", tags=["campaigns"])
+router = APIRouter(prefix="/campaigns", tags=["campaigns"], dependencies=[ReadAccess])
+
+AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "missing, invalid or revoked API token"},
+    403: {"description": "the campaign belongs to another user"},
+}
+IDEMPOTENCY_KEY = Header(
+    alias="Idempotency-Key",
+    min_length=1,
+    max_length=200,
+    pattern=r"^[\x21-\x7e]+$",
+    description="a client-chosen key (printable ASCII): a retried POST with the same key and "
+    "body returns the first campaign (200) instead of creating another",
+)
 
 
-@router.post("", status_code=201, response_model=CampaignCreated)
+def _owned_campaign(session: Any, campaign_id: int, principal: Any, verb: str) -> Any:
+    campaign = repo.get_campaign(session=session, campaign_id=campaign_id)
+    if campaign is None:
+        raise not_found("campaign", campaign_id)
+    require_owner(principal, campaign.owner, f"campaign {campaign_id}")
+    return campaign
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=CampaignCreated,
+    responses={
+        200: {"model": CampaignCreated, "description": "replay of an earlier Idempotency-Key"},
+        409: {"description": "the Idempotency-Key was used with a different body"},
+        **AUTH_ERRORS,
+    },
+)
 def create_campaign(
     spec: Annotated[CampaignCreate, Body()],
     db: DatabaseDep,
     celery: CeleryDep,
     settings: SettingsDep,
+    principal: PrincipalDep,
+    response: Response,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
 ) -> CampaignCreated:
-    """Validate and expand the spec, store it, then enqueue one message per run."""
+    """Validate and expand the spec, store it, then enqueue one message per run. 201 when
+    created; 200 with the first campaign when the ``Idempotency-Key`` was seen before."""
     raw: dict[str, Any] = spec.model_dump(mode="json", exclude_unset=True)
-    submitted = submit_campaign(db=db, celery=celery, settings=settings, spec=spec, raw_spec=raw)
+    try:
+        submitted = submit_campaign(
+            db=db,
+            celery=celery,
+            settings=settings,
+            spec=spec,
+            raw_spec=raw,
+            owner=principal.owner,
+            idempotency_key=idempotency_key,
+        )
+    except IdempotencyConflict as exc:
+        raise HTTPException(status_code=409, detail=str(exc)) from None
+    if submitted.replayed:
+        response.status_code = 200
     return CampaignCreated(
         id=submitted.campaign_id, n_scenarios=submitted.n_scenarios, n_runs=submitted.n_runs
     )
@@ -84,15 +144,36 @@ def read_campaign_stats(campaign_id: int, session: SessionDep) -> CampaignStats:
     )
 
 
-@router.post("/{campaign_id}/cancel", response_model=CampaignPublic)
-def cancel_campaign(campaign_id: int, db: DatabaseDep) -> CampaignPublic:
+@router.post("/{campaign_id}/cancel", response_model=CampaignPublic, responses=AUTH_ERRORS)
+def cancel_campaign(campaign_id: int, db: DatabaseDep, principal: PrincipalDep) -> CampaignPublic:
     """Cancel queued runs now; running ones stop at their next heartbeat."""
     with db.write() as session:
-        if repo.get_campaign(session=session, campaign_id=campaign_id) is None:
-            raise not_found("campaign", campaign_id)
+        _owned_campaign(session, campaign_id, principal, "cancel")
         repo.cancel_campaign(session=session, campaign_id=campaign_id, now=utcnow())
     with db.read() as session:
         campaign = repo.get_campaign(session=session, campaign_id=campaign_id)
         return CampaignPublic.from_row(
             campaign, repo.run_counts(session=session, campaign_id=campaign_id)
         )
+
+
+@router.delete(
+    "/{campaign_id}",
+    status_code=204,
+    responses={409: {"description": "the campaign is still running"}, **AUTH_ERRORS},
+)
+def delete_campaign(
+    campaign_id: int, db: DatabaseDep, settings: SettingsDep, principal: PrincipalDep
+) -> Response:
+    """Delete a finished or cancelled campaign: its rows, then its Zarr store."""
+    with db.write() as session:
+        campaign = _owned_campaign(session, campaign_id, principal, "delete")
+        if campaign.status == CampaignStatus.RUNNING.value:
+            raise HTTPException(
+                status_code=409,
+                detail=f"campaign {campaign_id} is running: cancel it first "
+                f"(POST /campaigns/{campaign_id}/cancel)",
+            )
+        repo.delete_campaign(session=session, campaign_id=campaign_id)
+    delete_campaign_store(settings.zarr_root, campaign_id)
+    return Response(status_code=204)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from raptorgrid import repository as repo
-from raptorgrid.api.deps import SessionDep
+from raptorgrid.api.deps import ReadAccess, SessionDep
 from raptorgrid.api.errors import not_found
 from raptorgrid.api.schemas import RunMetricsPublic, RunPublic, ScenarioPublic
 from raptorgrid.tables import Run, RunMetrics, ScenarioRow
 from solvers.status import FailureReason
 
-router = APIRouter(prefix="/runs", tags=["runs"])
+router = APIRouter(prefix="/runs", tags=["runs"], dependencies=[ReadAccess])
 
 
 def run_public(

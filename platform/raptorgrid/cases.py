@@ -1,0 +1,173 @@
+"""Uploaded case files, validated as data: MATPOWER ``.m`` text or pandapower JSON.
+
+Nothing is executed and nothing is imported on the file's say-so: MATPOWER files are parsed as
+text (the ``mpc.baseMVA``, ``mpc.bus``, ``mpc.gen`` and ``mpc.branch`` matrices), pandapower
+files with ``json.loads`` (no object hooks) and a whitelist of the ``_module``/``_class`` tags
+``pandapower.from_json`` would follow later, so a stored file can never name arbitrary code.
+Errors are ``CaseError`` with the location (``body``, a table, a line) and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from enum import StrEnum
+from typing import Any
+
+
+class CaseFormat(StrEnum):
+    MATPOWER = "matpower"
+    PANDAPOWER = "pandapower"
+
+
+class CaseError(ValueError):
+    """A refused case file: ``loc`` names where (``("body", "mpc.bus", "line 3")``)."""
+
+    def __init__(self, loc: tuple[str, ...], message: str) -> None:
+        self.loc, self.message = loc, message
+        super().__init__(f"{'.'.join(loc)}: {message}")
+
+
+MATPOWER_COLUMNS = {"bus": 13, "gen": 10, "branch": 13}
+"""Least columns of each required MATPOWER matrix (MATPOWER manual, appendix B)."""
+
+MAX_ROWS = 100_000
+"""Most rows of one table: bigger grids are out of scope for a transient campaign."""
+
+ALLOWED_TAGS = {
+    ("pandapower.auxiliary", "pandapowerNet"),
+    ("pandas.core.frame", "DataFrame"),
+    ("pandas.core.series", "Series"),
+    ("builtins", "dict"),
+    ("builtins", "list"),
+    ("builtins", "tuple"),
+}
+"""The only ``_module``/``_class`` pairs accepted in pandapower JSON."""
+
+_MATRIX = re.compile(r"mpc\.(\w+)\s*=\s*\[(.*?)\]\s*;", re.S)
+_SCALAR = re.compile(r"mpc\.baseMVA\s*=\s*([-+0-9.eE]+)\s*;")
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CaseError(("body",), f"not UTF-8 text (byte {exc.start})") from None
+
+
+def _strip_comments(text: str) -> str:
+    return "\n".join(line.split("%", 1)[0] for line in text.splitlines())
+
+
+def _matrix(name: str, body: str) -> list[list[float]]:
+    rows: list[list[float]] = []
+    for i, raw in enumerate(re.split(r"[;\n]", body), start=1):
+        cells = raw.replace(",", " ").split()
+        if not cells:
+            continue
+        try:
+            row = [float(c) for c in cells]
+        except ValueError:
+            bad = next(c for c in cells if not _is_number(c))
+            raise CaseError(
+                ("body", f"mpc.{name}", f"row {i}"), f"{bad!r} is not a number"
+            ) from None
+        if not all(math.isfinite(v) for v in row):
+            raise CaseError(("body", f"mpc.{name}", f"row {i}"), "values must be finite")
+        rows.append(row)
+        if len(rows) > MAX_ROWS:
+            raise CaseError(("body", f"mpc.{name}"), f"more than {MAX_ROWS} rows")
+    return rows
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_matpower(data: bytes) -> dict[str, Any]:
+    """Check a MATPOWER case as text; returns its summary (sizes and base MVA)."""
+    text = _strip_comments(_text(data))
+    if not re.search(r"function\s+mpc\s*=\s*\w+", text):
+        raise CaseError(("body",), "not a MATPOWER case: no 'function mpc = <name>' line")
+    base = _SCALAR.search(text)
+    if base is None:
+        raise CaseError(("body", "mpc.baseMVA"), "missing 'mpc.baseMVA = <number>;'")
+    matrices = {m.group(1): m.group(2) for m in _MATRIX.finditer(text)}
+    summary: dict[str, Any] = {"base_mva": float(base.group(1))}
+    for name, least in MATPOWER_COLUMNS.items():
+        if name not in matrices:
+            raise CaseError(("body", f"mpc.{name}"), f"missing matrix 'mpc.{name} = [...];'")
+        rows = _matrix(name, matrices[name])
+        if not rows:
+            raise CaseError(("body", f"mpc.{name}"), "the matrix is empty")
+        short = next((i for i, r in enumerate(rows, 1) if len(r) < least), None)
+        if short is not None:
+            raise CaseError(
+                ("body", f"mpc.{name}", f"row {short}"), f"needs at least {least} columns"
+            )
+        summary[f"n_{name}"] = len(rows)
+    buses = {int(r[0]) for r in _matrix("bus", matrices["bus"])}
+    for name, column in (("gen", 0), ("branch", 0), ("branch", 1)):
+        for i, row in enumerate(_matrix(name, matrices[name]), start=1):
+            if int(row[column]) not in buses:
+                raise CaseError(
+                    ("body", f"mpc.{name}", f"row {i}"), f"bus {int(row[column])} is not in mpc.bus"
+                )
+    return summary
+
+
+def _check_tags(node: Any, path: tuple[str, ...]) -> None:
+    if isinstance(node, dict):
+        if "_module" in node or "_class" in node:
+            tag = (node.get("_module"), node.get("_class"))
+            if tag not in ALLOWED_TAGS:
+                raise CaseError(("body", *path), f"object type {tag[0]}.{tag[1]} is not allowed")
+        for key, value in node.items():
+            _check_tags(value, (*path, str(key)))
+    elif isinstance(node, list):
+        for value in node:
+            _check_tags(value, path)
+
+
+def _table_rows(table: Any, loc: tuple[str, ...]) -> int:
+    inner = table.get("_object") if isinstance(table, dict) else None
+    try:
+        frame = json.loads(inner) if isinstance(inner, str) else inner
+        return len(frame["index"])
+    except (ValueError, TypeError, KeyError):
+        raise CaseError(loc, "not a pandas DataFrame in 'split' orientation") from None
+
+
+def parse_pandapower(data: bytes) -> dict[str, Any]:
+    """Check a pandapower network JSON (``pandapower.to_json``); returns its summary."""
+    try:
+        document = json.loads(_text(data))
+    except json.JSONDecodeError as exc:
+        raise CaseError(("body",), f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(document, dict) or document.get("_class") != "pandapowerNet":
+        raise CaseError(("body", "_class"), "not a pandapower network (expected 'pandapowerNet')")
+    _check_tags(document, ())
+    tables = document.get("_object")
+    if not isinstance(tables, dict) or "bus" not in tables:
+        raise CaseError(("body", "_object", "bus"), "the network has no bus table")
+    summary: dict[str, Any] = {}
+    for name in ("bus", "gen", "line", "trafo", "load"):
+        if name in tables:
+            summary[f"n_{name}"] = _table_rows(tables[name], ("body", "_object", name))
+    if summary["n_bus"] < 1:
+        raise CaseError(("body", "_object", "bus"), "the network has no buses")
+    return summary
+
+
+def parse_case(data: bytes, fmt: CaseFormat) -> dict[str, Any]:
+    """Validate ``data`` as ``fmt``; returns a summary to store beside the file."""
+    if not data.strip():
+        raise CaseError(("body",), "the file is empty")
+    if fmt is CaseFormat.MATPOWER:
+        return parse_matpower(data)
+    return parse_pandapower(data)
