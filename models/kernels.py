@@ -58,14 +58,17 @@ def as_device_params(params: Params) -> dict[str, jax.Array]:
     return {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
 
 
-def _newton_fn(system: DAESystem):
-    g = system.g
+def newton_solver(g, max_iter: int = NEWTON_MAX_ITER, step_tol: float = NEWTON_STEP_TOL):
+    """``newton(x, z_guess, p) -> (z, iterations)``: full Newton on 0 = g(x, z, p) with the
+    autodiff g_z, stopping when the update is below ``step_tol`` relative to max(1, |z|), after
+    ``max_iter`` iterations, or on NaN. The one algebraic Newton of the project (kernels, RAPTOR's
+    collocation points and the diffrax vector field all build on it)."""
     g_z = jax.jacfwd(g, argnums=1)
 
     def newton(x, z, p):
         def cond(carry):
             _, it, step = carry
-            return (it < NEWTON_MAX_ITER) & (step > NEWTON_STEP_TOL)
+            return (it < max_iter) & (step > step_tol)
 
         def body(carry):
             z, it, _ = carry
@@ -76,7 +79,17 @@ def _newton_fn(system: DAESystem):
             return z_new, it + 1, step
 
         z, it, _ = jax.lax.while_loop(cond, body, (z, 0, jnp.inf))
-        return z, it, jnp.max(jnp.abs(g(x, z, p)))
+        return z, it
+
+    return newton
+
+
+def _newton_fn(system: DAESystem):
+    solve = newton_solver(system.g)
+
+    def newton(x, z, p):
+        z, it = solve(x, z, p)
+        return z, it, jnp.max(jnp.abs(system.g(x, z, p)))
 
     return newton
 

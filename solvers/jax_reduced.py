@@ -22,6 +22,7 @@ import jax.numpy as jnp
 
 import models.jaxconfig  # noqa: F401
 from models.dae import DAESystem
+from models.kernels import newton_solver
 from solvers.reduced import ALGEBRAIC_TOL
 
 NEWTON_MAX_ITER = 30
@@ -38,20 +39,10 @@ def algebraic_solver(system: DAESystem) -> ZSolver:
     """``solve_z(x, z_guess, p)`` for ``system`` with the implicit-function-theorem JVP."""
     g = system.g
     g_z = jax.jacfwd(g, argnums=1)
+    solve = newton_solver(g, NEWTON_MAX_ITER, NEWTON_STEP_TOL)
 
     def newton(x, z, p):
-        def cond(carry):
-            _, it, step = carry
-            return (it < NEWTON_MAX_ITER) & (step > NEWTON_STEP_TOL)
-
-        def body(carry):
-            z, it, _ = carry
-            dz = jnp.linalg.solve(g_z(x, z, p), g(x, z, p))
-            z_new = z - dz
-            step = jnp.max(jnp.abs(dz)) / jnp.maximum(1.0, jnp.max(jnp.abs(z_new)))
-            return z_new, it + 1, jnp.where(jnp.isfinite(step), step, -1.0)  # stop on NaN
-
-        z, _, _ = jax.lax.while_loop(cond, body, (z, 0, jnp.inf))
+        z, _ = solve(x, z, p)
         converged = jnp.max(jnp.abs(g(x, z, p))) <= ALGEBRAIC_TOL
         return jnp.where(converged, z, jnp.nan)
 

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import lu_factor, lu_solve
 
 from models.dae import DAESystem
+from models.kernels import newton_solver
 
 STATUS_RUNNING, STATUS_CONVERGED, STATUS_DIVERGED = 0, 1, 2
 ALG_MAX_ITER = 12
@@ -42,27 +43,6 @@ NEGLIGIBLE_UPDATE = 1e-6
 """A chord update this small (in units of the tolerance) is converged whatever the rate: at an
 equilibrium the updates are round-off, whose 'rate' is meaningless."""
 """Algebraic Newton stops when its update is below this relative to max(1, |z|)."""
-
-
-def _algebraic_newton(g):
-    g_z = jax.jacfwd(g, argnums=1)
-
-    def solve(x, z, p):
-        def cond(carry):
-            _, it, step = carry
-            return (it < ALG_MAX_ITER) & (step > ALG_STEP_TOL)
-
-        def body(carry):
-            z, it, _ = carry
-            dz = jnp.linalg.solve(g_z(x, z, p), g(x, z, p))
-            z = z - dz
-            step = jnp.max(jnp.abs(dz)) / jnp.maximum(1.0, jnp.max(jnp.abs(z)))
-            return z, it + 1, jnp.where(jnp.isfinite(step), step, -1.0)
-
-        z, it, _ = jax.lax.while_loop(cond, body, (z, 0, jnp.inf))
-        return z, it
-
-    return solve
 
 
 @dataclass(frozen=True)
@@ -79,7 +59,7 @@ class IntervalStages:
 
 def make_stages(system: DAESystem) -> IntervalStages:
     f, g = system.f, system.g
-    solve_z = _algebraic_newton(g)
+    solve_z = newton_solver(g, ALG_MAX_ITER, ALG_STEP_TOL)
     solve_z_points = jax.vmap(solve_z, in_axes=(0, 0, None))
     f_points = jax.vmap(f, in_axes=(0, 0, None))
 
