@@ -43,13 +43,28 @@ BASELINE_RTOLS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 T_END = 1.1  # 1 s after the disturbance at 0.1 s, as the paper's 1 s horizon
 
 
+def scenarios_for(name: str, system) -> list[tuple[str, object]]:
+    """The named scenarios of a system: the fixed ones above, else a generic fault (a bus in the
+    middle of the bus list, cleared after 83 ms) and a 20 % load step at the first load bus."""
+    if name in SCENARIOS:
+        return SCENARIOS[name]
+    buses, loads = system.names.get("bus", ()), system.names.get("load", ())
+    out = []
+    if buses:
+        bus = buses[len(buses) // 2]
+        out.append((f"fault_{bus}", BusFault(bus=bus, t_fault=0.1, t_clear=0.183)))
+    if loads:
+        out.append((f"load_{loads[0]}_x1.2", LoadStep(bus=loads[0], t=0.1, scale=1.2)))
+    return out or [("none", None)]
+
+
 def run(systems: list[str], repeats: int, thresholds: Thresholds, quick: bool) -> dict:
     rows: list[dict] = []
     speedups: list[dict] = []
     ref_method, ref_config = reference_method()
     for name in systems:
         system = build_system(name)
-        for label, disturbance in SCENARIOS.get(name, [("none", None)]):
+        for label, disturbance in scenarios_for(name, system):
             scenario = make_scenario(system, disturbance, t_end=T_END, n_eval=221)
             reference = solve(system, scenario, ref_method, **ref_config)
             if not reference.succeeded:
