@@ -7,6 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 from raptorgrid import migrate
 from raptorgrid.api import create_app
+from raptorgrid.auth import create_token
 from raptorgrid.queueing import queue_depth
 
 
@@ -20,7 +21,14 @@ def settings(make_settings):
 @pytest.fixture
 def client(settings):
     with TestClient(create_app(settings)) as client:
+        client.headers["Authorization"] = f"Bearer {issue_token(client, 'alice')}"
         yield client
+
+
+def issue_token(client: TestClient, owner: str, *, admin: bool = False) -> str:
+    """A new API token for ``owner`` in the app's database (as ``raptorgrid token create``)."""
+    with client.app.state.db.write() as session:
+        return create_token(session=session, owner=owner, is_admin=admin)[1]
 
 
 def errors_of(response) -> list[dict]:

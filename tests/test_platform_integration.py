@@ -10,6 +10,7 @@ import xarray as xr
 from fastapi.testclient import TestClient
 from raptorgrid import migrate
 from raptorgrid.api import create_app
+from raptorgrid.auth import create_token
 from raptorgrid.db import Database
 from raptorgrid.queueing import enqueue_runs, queue_depth
 from raptorgrid.tables import Run, RunMetrics
@@ -41,6 +42,9 @@ def test_campaign_over_postgres_redis_and_a_real_worker(
     small_spec["methods"].append({"method": "radau", "options": {"max_steps": 2}})
     worker = start_worker(settings, "pg-redis")
     with TestClient(create_app(settings)) as client:
+        with client.app.state.db.write() as session:
+            token = create_token(session=session, owner="integration")[1]
+        client.headers["Authorization"] = f"Bearer {token}"
         created = client.post("/campaigns", json=small_spec)
         assert created.status_code == 201, created.text
         campaign_id, n_runs = created.json()["id"], created.json()["n_runs"]

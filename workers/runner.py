@@ -153,6 +153,18 @@ def _finish(ctx: WorkerContext, claim: repo.Claim, status, **fields) -> repo.Fin
     return outcome
 
 
+def score_run(ctx: WorkerContext, run_id: int) -> None:
+    """Score what the committed run makes scorable (``raptorgrid.scoring``). The run is final
+    already, so a scoring error is logged, not recorded as a run failure;
+    ``raptorgrid.scoring.score_campaign`` scores whatever was missed (scoring is idempotent)."""
+    from raptorgrid.scoring import score_finished_run
+
+    try:
+        score_finished_run(db=ctx.db, zarr_root=ctx.settings.zarr_root, run_id=run_id)
+    except Exception:  # the run stays committed; logged with its traceback
+        log.exception("run %d: scoring failed; score_campaign retries it", run_id)
+
+
 def execute_run(
     run_id: int,
     *,
@@ -302,7 +314,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
         "n_accepted_points": int(len(result.t)),
         "final_time": float(result.t[-1]) if len(result.t) else None,
     }
-    _finish(
+    finished = _finish(
         ctx,
         claim,
         result.status,
@@ -311,6 +323,8 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
         zarr_group=group,
         metrics=metrics,
     )
+    if finished.recorded:
+        score_run(ctx, claim.run_id)
     log.info(
         "run %d attempt %d %s: solve %.3f s (compile %.3f s), zarr %.3f s",
         claim.run_id,

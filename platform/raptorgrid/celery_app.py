@@ -48,6 +48,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_concurrency": 1,
         "worker_pool_start_method": "spawn",
         "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # A pool process replacing a killed one imports JAX and prebuilds networks before it
+        # reports UP; Celery's default 4 s wait killed it again, forever (measured).
+        "worker_proc_alive_timeout": settings.worker_start_timeout,
         "worker_send_task_events": False,
         "worker_hijack_root_logger": True,
     }

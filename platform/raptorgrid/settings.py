@@ -17,7 +17,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "RAPTORGRID_"
-SECRET_FIELDS = {"admin_token"}
+SECRET_FIELDS = {"admin_token", "api_token"}
 """Settings never passed on to child processes (a worker needs no API secret)."""
 
 
@@ -69,6 +69,9 @@ class Settings(BaseSettings):
 
     admin_token: SecretStr | None = Field(
         None, description="bootstrap admin API token (from the environment only; never exported)"
+    )
+    api_token: SecretStr | None = Field(
+        None, description="the token `submit`/`cancel`/`status --api` send (from the environment)"
     )
     read_requires_token: bool = Field(
         False, description="GET endpoints need a valid token too (default: reads are open)"

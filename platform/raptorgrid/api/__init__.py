@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from raptorgrid import __version__
 from raptorgrid.api import errors
-from raptorgrid.api.routes import campaigns, cases, health, runs, solvers
+from raptorgrid.api.deps import bounded_path_ids
+from raptorgrid.api.routes import campaigns, cases, health, runs, solvers, trajectories
+from raptorgrid.api.routes import stats as results_stats
 from raptorgrid.celery_app import create_celery
 from raptorgrid.db import Database
 from raptorgrid.settings import Settings, get_settings
@@ -27,11 +29,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         app.state.db.dispose()
 
-    app = FastAPI(title="raptorgrid", version=__version__, lifespan=lifespan)
+    app = FastAPI(
+        title="raptorgrid",
+        version=__version__,
+        lifespan=lifespan,
+        dependencies=[Depends(bounded_path_ids)],
+    )
     app.state.settings = settings
     app.state.db = Database.from_settings(settings)
     app.state.celery = create_celery(settings)
     errors.install(app)
-    for module in (campaigns, runs, cases, solvers, health):
+    # results first: its /campaigns/{id}/stats supersedes the older one in campaigns
+    for module in (results_stats, trajectories, campaigns, runs, cases, solvers, health):
         app.include_router(module.router)
+    from raptorgrid.dashboard import router as dashboard_router
+
+    app.include_router(dashboard_router)
     return app

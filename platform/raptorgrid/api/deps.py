@@ -91,3 +91,24 @@ def require_owner(principal: Principal, owner: str | None, what: str) -> None:
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 ReadAccess = Depends(read_access)
+
+
+MAX_ID = 2**31 - 1
+"""Largest row id (a 32-bit SQL integer): a larger path id is a 422, not a database error."""
+
+
+def bounded_path_ids(request: Request) -> None:
+    """App-wide: every ``*_id`` path parameter is an integer in 1..MAX_ID (else 422 naming it)."""
+    from fastapi.exceptions import RequestValidationError
+
+    for name, raw in request.path_params.items():
+        if name.endswith("_id") and raw.lstrip("-").isdigit() and not 1 <= int(raw) <= MAX_ID:
+            raise RequestValidationError(
+                [
+                    {
+                        "loc": ("path", name),
+                        "msg": f"must be an id between 1 and {MAX_ID}",
+                        "type": "value_error",
+                    }
+                ]
+            )

@@ -7,7 +7,7 @@ import logging
 
 import typer
 
-from raptorgrid.cli import campaigns, explore, services
+from raptorgrid.cli import campaigns, explore, results, services, tokens
 
 app = typer.Typer(
     name="raptorgrid",
@@ -31,5 +31,7 @@ def _main(
 campaigns.register(app)
 services.register(app)
 explore.register(app)
+tokens.register(app)
+results.register(app)
 
 __all__ = ["app"]

@@ -110,9 +110,17 @@ def run(
         db.dispose()
 
 
+def _auth_headers() -> dict[str, str]:
+    """``Authorization`` from ``RAPTORGRID_API_TOKEN`` (the settings), when set."""
+    from raptorgrid.settings import get_settings
+
+    token = get_settings().api_token
+    return {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
+
+
 def _api_call(method: str, url: str, **kwargs: Any) -> Any:
     try:
-        response = httpx.request(method, url, timeout=30.0, **kwargs)
+        response = httpx.request(method, url, timeout=30.0, headers=_auth_headers(), **kwargs)
     except httpx.HTTPError as exc:
         raise UserError(f"cannot reach the API at {url}: {exc}") from None
     if response.status_code == 422:

@@ -1,0 +1,411 @@
+"""Campaign statistics from SQL aggregates: per method configuration, the paper's Table I, the
+accuracy-runtime Pareto front and the contingency ranking.
+
+Everything is one grouped query over ``runs`` (+ ``run_metrics``); percentiles are computed by
+PostgreSQL (``percentile_cont``) and, on SQLite, which has none, from one sorted query of the
+page's runtimes. Definitions (docs/results.md):
+
+* a configuration is *qualified* when every run of it succeeded and was scored qualified
+  against its scenario's reference (the paper: meets all thresholds on every instance);
+* the runtime of a configuration is its median ``solve_seconds`` (compile time excluded, as in
+  DESIGN §2); Table I takes, per baseline, the fastest qualified configuration, and RAPTOR's
+  speedup = baseline runtime / RAPTOR's fastest qualified runtime;
+* the Pareto front: scored configurations not beaten on both median runtime and worst
+  normalized state error.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import Float, and_, case, cast, func, or_, select
+from sqlalchemy.dialects.postgresql import array
+from sqlalchemy.orm import Session
+
+from raptorgrid.tables import Run, RunMetrics, ScenarioIndicators, ScenarioRow
+from solvers.status import RunStatus
+
+SUBJECT = "raptor"
+"""The method whose speedups Table I reports."""
+RUNTIME_BASIS = "median solve_seconds over the configuration's runs (compile excluded)"
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrict the runs counted: disturbance kind (``bus_fault``...), method, run status."""
+
+    kind: str | None = None
+    method: str | None = None
+    status: str | None = None
+    include_reference: bool = False
+
+    def conditions(self, campaign_id: int) -> list[Any]:
+        out: list[Any] = [Run.campaign_id == campaign_id]
+        if not self.include_reference:
+            out.append(Run.is_reference.is_(False))
+        if self.method is not None:
+            out.append(Run.method == self.method)
+        if self.status is not None:
+            out.append(Run.status == self.status)
+        if self.kind is not None:  # labels are "kind:element#k" or "kind#k"
+            kinds = select(ScenarioRow.id).where(
+                ScenarioRow.campaign_id == campaign_id,
+                or_(
+                    ScenarioRow.label.like(f"{self.kind}:%"),
+                    ScenarioRow.label.like(f"{self.kind}#%"),
+                ),
+            )
+            out.append(Run.scenario_id.in_(kinds))
+        return out
+
+
+@dataclass
+class ConfigStats:
+    """One method configuration (method + options) over the filtered runs."""
+
+    method: str
+    config: str
+    is_reference: bool
+    runs: int
+    succeeded: int
+    failed: int
+    success_rate: float
+    median_runtime_s: float | None
+    p95_runtime_s: float | None
+    median_solve_s: float | None
+    mean_accepted: float | None
+    min_accepted: int | None
+    max_accepted: int | None
+    mean_rejected: float | None
+    mean_newton_iterations: float | None
+    scored: int
+    qualified_runs: int
+    max_state_error: float | None
+    max_voltage_mae: float | None
+    max_kcl: float | None
+
+    @property
+    def qualified(self) -> bool:
+        return self.runs > 0 and self.qualified_runs == self.runs
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "qualified": self.qualified}
+
+
+def _is_postgres(session: Session) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+def _percentile(column: Any, q: float) -> Any:
+    return func.percentile_cont(q).within_group(column)
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    """Linear-interpolation quantile, as PostgreSQL's ``percentile_cont``."""
+    if not values:
+        return None
+    values = sorted(values)
+    pos = q * (len(values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
+
+
+def config_stats(
+    *,
+    session: Session,
+    campaign_id: int,
+    filters: Filters = Filters(),
+    limit: int | None = None,
+    offset: int = 0,
+) -> tuple[list[ConfigStats], int]:
+    """One page of per-configuration statistics (in order of first run) and the total."""
+    ok = RunStatus.SUCCEEDED.value
+    where = filters.conditions(campaign_id)
+    keys = (Run.method, Run.config_label, Run.is_reference)
+    pg = _is_postgres(session)
+    columns = [
+        *keys,
+        func.count(Run.id).label("runs"),
+        func.sum(case((Run.status == ok, 1), else_=0)).label("succeeded"),
+        func.sum(case((Run.status == RunStatus.FAILED.value, 1), else_=0)).label("failed"),
+        func.avg(RunMetrics.accepted).label("mean_accepted"),
+        func.min(RunMetrics.accepted).label("min_accepted"),
+        func.max(RunMetrics.accepted).label("max_accepted"),
+        func.avg(RunMetrics.rejected).label("mean_rejected"),
+        func.avg(RunMetrics.newton_iterations).label("mean_newton_iterations"),
+        func.count(RunMetrics.scored_at).label("scored"),
+        func.sum(case((and_(Run.status == ok, RunMetrics.qualified.is_(True)), 1), else_=0)).label(
+            "qualified_runs"
+        ),
+        func.max(RunMetrics.state_error).label("max_state_error"),
+        func.max(RunMetrics.voltage_mae).label("max_voltage_mae"),
+        func.max(RunMetrics.kcl_max).label("max_kcl"),
+    ]
+    if pg:
+        # one sort per column: both runtime quantiles from one ordered-set aggregate
+        columns += [
+            _percentile(RunMetrics.runtime_seconds, array([0.5, 0.95])).label("runtime_q"),
+            _percentile(RunMetrics.solve_seconds, 0.5).label("median_solve_s"),
+        ]
+    grouped = (
+        select(*columns)
+        .select_from(Run)
+        .outerjoin(RunMetrics, RunMetrics.run_id == Run.id)
+        .where(*where)
+        .group_by(*keys)
+        .order_by(func.min(Run.id))
+    )
+    total = session.execute(
+        select(func.count()).select_from(select(*keys).where(*where).group_by(*keys).subquery())
+    ).scalar_one()
+    if limit is not None:
+        grouped = grouped.limit(limit).offset(offset)
+    rows = [dict(r._mapping) for r in session.execute(grouped)]
+    for r in rows:
+        if "runtime_q" in r:
+            r["median_runtime_s"], r["p95_runtime_s"] = r.pop("runtime_q") or (None, None)
+    if not pg and rows:
+        _fill_percentiles(session, rows, where)
+    out = []
+    for r in rows:
+        runs = int(r["runs"])
+        out.append(
+            ConfigStats(
+                method=r["method"],
+                config=r["config_label"],
+                is_reference=bool(r["is_reference"]),
+                runs=runs,
+                succeeded=int(r["succeeded"] or 0),
+                failed=int(r["failed"] or 0),
+                success_rate=(int(r["succeeded"] or 0) / runs) if runs else 0.0,
+                median_runtime_s=_float(r["median_runtime_s"]),
+                p95_runtime_s=_float(r["p95_runtime_s"]),
+                median_solve_s=_float(r["median_solve_s"]),
+                mean_accepted=_float(r["mean_accepted"]),
+                min_accepted=r["min_accepted"],
+                max_accepted=r["max_accepted"],
+                mean_rejected=_float(r["mean_rejected"]),
+                mean_newton_iterations=_float(r["mean_newton_iterations"]),
+                scored=int(r["scored"] or 0),
+                qualified_runs=int(r["qualified_runs"] or 0),
+                max_state_error=_float(r["max_state_error"]),
+                max_voltage_mae=_float(r["max_voltage_mae"]),
+                max_kcl=_float(r["max_kcl"]),
+            )
+        )
+    return out, int(total)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _fill_percentiles(session: Session, rows: list[dict[str, Any]], where: list[Any]) -> None:
+    """SQLite fallback: the page's runtimes and errors in one query, quantiles in Python."""
+    keys = {(r["method"], r["config_label"], bool(r["is_reference"])) for r in rows}
+    values: dict[tuple, dict[str, list[float]]] = {
+        k: {"runtime": [], "solve": [], "error": []} for k in keys
+    }
+    methods = sorted({k[0] for k in keys})
+    data = session.execute(
+        select(
+            Run.method,
+            Run.config_label,
+            Run.is_reference,
+            RunMetrics.runtime_seconds,
+            RunMetrics.solve_seconds,
+            RunMetrics.state_error,
+        )
+        .join(RunMetrics, RunMetrics.run_id == Run.id)
+        .where(*where, Run.method.in_(methods))
+    )
+    for m, c, ref, runtime, solve, error in data:
+        bucket = values.get((m, c, bool(ref)))
+        if bucket is None:
+            continue
+        bucket["runtime"].append(runtime)
+        bucket["solve"].append(solve)
+        if error is not None:
+            bucket["error"].append(error)
+    for r in rows:
+        v = values[(r["method"], r["config_label"], bool(r["is_reference"]))]
+        r["median_runtime_s"] = _quantile(v["runtime"], 0.5)
+        r["p95_runtime_s"] = _quantile(v["runtime"], 0.95)
+        r["median_solve_s"] = _quantile(v["solve"], 0.5)
+
+
+def table_one(configs: list[ConfigStats], subject: str = SUBJECT) -> dict[str, Any]:
+    """The paper's Table I: per baseline its fastest qualified configuration, and the subject's
+    (RAPTOR's) speedup over it."""
+
+    def fastest(method: str) -> ConfigStats | None:
+        qualified = [
+            c
+            for c in configs
+            if c.method == method
+            and not c.is_reference
+            and c.qualified
+            and c.median_solve_s is not None
+        ]
+        return min(qualified, key=lambda c: c.median_solve_s, default=None)
+
+    best = fastest(subject)
+    rows = []
+    for method in dict.fromkeys(c.method for c in configs if not c.is_reference):
+        if method == subject:
+            continue
+        base = fastest(method)
+        speedup = (
+            base.median_solve_s / best.median_solve_s
+            if base is not None and best is not None and best.median_solve_s > 0
+            else None
+        )
+        rows.append(
+            {
+                "method": method,
+                "config": base.config if base else None,
+                "runtime_s": base.median_solve_s if base else None,
+                "state_error": base.max_state_error if base else None,
+                "voltage_mae": base.max_voltage_mae if base else None,
+                "kcl_max": base.max_kcl if base else None,
+                "speedup": speedup,
+                "note": "" if base else "no accuracy-qualified configuration",
+            }
+        )
+    return {
+        "subject": subject,
+        "subject_config": best.config if best else None,
+        "subject_runtime_s": best.median_solve_s if best else None,
+        "subject_state_error": best.max_state_error if best else None,
+        "subject_voltage_mae": best.max_voltage_mae if best else None,
+        "subject_kcl_max": best.max_kcl if best else None,
+        "rows": rows,
+        "basis": f"fastest accuracy-qualified configuration of each; runtime = {RUNTIME_BASIS}",
+    }
+
+
+def pareto_front(configs: list[ConfigStats]) -> list[dict[str, Any]]:
+    """Every scored configuration with its (runtime, worst error) and whether it is on the
+    front (no other configuration is at least as fast and at least as accurate, one strictly)."""
+    points = [
+        c
+        for c in configs
+        if not c.is_reference
+        and c.scored
+        and c.median_solve_s is not None
+        and c.max_state_error is not None
+    ]
+    out = []
+    for c in points:
+        dominated = any(
+            o is not c
+            and o.median_solve_s <= c.median_solve_s
+            and o.max_state_error <= c.max_state_error
+            and (o.median_solve_s < c.median_solve_s or o.max_state_error < c.max_state_error)
+            for o in points
+        )
+        out.append(
+            {
+                "method": c.method,
+                "config": c.config,
+                "runtime_s": c.median_solve_s,
+                "state_error": c.max_state_error,
+                "mean_accepted": c.mean_accepted,
+                "qualified": c.qualified,
+                "on_front": not dominated,
+            }
+        )
+    return sorted(out, key=lambda p: p["runtime_s"])
+
+
+def contingency_ranking(
+    *,
+    session: Session,
+    campaign_id: int,
+    kind: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[dict[str, Any]], int]:
+    """Scenarios by severity (worst first) with their stability indicators, and the total."""
+    where = [ScenarioIndicators.campaign_id == campaign_id]
+    if kind is not None:
+        where.append(or_(ScenarioRow.label.like(f"{kind}:%"), ScenarioRow.label.like(f"{kind}#%")))
+    base = (
+        select(ScenarioIndicators, ScenarioRow)
+        .join(ScenarioRow, ScenarioRow.id == ScenarioIndicators.scenario_id)
+        .where(*where)
+    )
+    total = session.execute(select(func.count()).select_from(base.subquery())).scalar_one()
+    failed = (
+        select(func.count(Run.id))
+        .where(
+            Run.scenario_id == ScenarioRow.id,
+            Run.status == RunStatus.FAILED.value,
+            Run.is_reference.is_(False),
+        )
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        base.add_columns(failed.label("failed_runs"))
+        .order_by(cast(ScenarioIndicators.severity, Float).desc(), ScenarioRow.index)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    out = []
+    for rank, (ind, scenario, n_failed) in enumerate(rows, start=offset + 1):
+        out.append(
+            {
+                "rank": rank,
+                "scenario_id": scenario.id,
+                "label": scenario.label,
+                "disturbance": scenario.disturbance,
+                "severity": ind.severity,
+                "stable": ind.stable,
+                "criterion": ind.criterion,
+                "max_angle_spread_deg": ind.max_angle_spread_deg,
+                "frequency_nadir_hz": ind.frequency_nadir_hz,
+                "frequency_nadir_t": ind.frequency_nadir_t,
+                "min_voltage_pu": ind.min_voltage_pu,
+                "min_voltage_t": ind.min_voltage_t,
+                "voltage_recovery_t": ind.voltage_recovery_t,
+                "source_run_id": ind.run_id,
+                "from_reference": ind.from_reference,
+                "failed_runs": int(n_failed),
+            }
+        )
+    return out, int(total)
+
+
+def failures(
+    *, session: Session, campaign_id: int, limit: int = 100, offset: int = 0
+) -> tuple[list[dict[str, Any]], int]:
+    """Failed runs with their reason and message, grouped counts first (for the dashboard)."""
+    where = (Run.campaign_id == campaign_id, Run.status == RunStatus.FAILED.value)
+    total = session.execute(select(func.count(Run.id)).where(*where)).scalar_one()
+    rows = session.execute(
+        select(Run.id, Run.method, Run.config_label, Run.reason, Run.message, ScenarioRow.label)
+        .join(ScenarioRow, ScenarioRow.id == Run.scenario_id)
+        .where(*where)
+        .order_by(Run.id)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return [
+        {
+            "run_id": r.id,
+            "method": r.method,
+            "config": r.config_label,
+            "reason": r.reason,
+            "message": r.message,
+            "scenario": r.label,
+        }
+        for r in rows
+    ], int(total)
+
+
+def median(values: list[float]) -> float | None:
+    """Convenience for tests and reports (the same definition as the SQL median)."""
+    return statistics.median(values) if values else None

@@ -1,0 +1,221 @@
+"""Score runs against their scenario's reference, once, whichever of the two finishes last.
+
+``score_finished_run`` is called by the worker after a run's final status is committed (in a new
+transaction, so it sees every run committed before it): a run whose reference has succeeded is
+scored now; a reference that succeeds scores every finished run of its scenario. When both finish
+together both may compute, but the write is one conditional UPDATE (``scored_at IS NULL``), so
+each run's error columns are written exactly once. Indicators are written from the reference (or,
+while it has not succeeded, from the first succeeded run; the reference replaces them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from raptorgrid.db import Database
+from raptorgrid.scoring.indicators import stability_indicators
+from raptorgrid.spec import Thresholds
+from raptorgrid.tables import Campaign, Run, RunMetrics, ScenarioIndicators, utcnow
+from raptorgrid.zarr_store import open_run
+from solvers.metrics import Accuracy, accuracy
+from solvers.result import SolveResult, Stats
+from solvers.status import RunStatus
+
+log = logging.getLogger(__name__)
+_NO_SYNC = {"synchronize_session": False}
+SUCCEEDED = RunStatus.SUCCEEDED.value
+
+
+@dataclass
+class ScoreOutcome:
+    """Run ids whose scores this call wrote, and scenarios whose indicators it wrote."""
+
+    scored: list[int] = field(default_factory=list)
+    indicators: list[int] = field(default_factory=list)
+
+
+def result_from_dataset(ds: xr.Dataset) -> SolveResult:
+    """A stored run as a ``SolveResult`` on its evaluation grid (what ``solvers.metrics``
+    reads); the accepted-advance arrays are included, the stats are not stored in Zarr."""
+    names = {dim: tuple(str(n) for n in ds[dim].values) for dim in ("state", "algebraic", "output")}
+    return SolveResult(
+        status=RunStatus(ds.attrs.get("status", "succeeded")),
+        message=str(ds.attrs.get("message", "")),
+        method=str(ds.attrs.get("method", "")),
+        options=json.loads(ds.attrs.get("options", "{}")),
+        stats=Stats(),
+        state_names=names["state"],
+        alg_names=names["algebraic"],
+        output_names=names["output"],
+        t=np.asarray(ds["t_acc"].values),
+        x=np.asarray(ds["x_acc"].values),
+        z=np.asarray(ds["z_acc"].values),
+        t_eval=np.asarray(ds["time"].values),
+        x_eval=np.asarray(ds["x"].values),
+        z_eval=np.asarray(ds["z"].values),
+        y_eval=np.asarray(ds["y"].values),
+    )
+
+
+def accuracy_of(run: xr.Dataset, reference: xr.Dataset) -> Accuracy:
+    """``solvers.metrics.accuracy`` of two stored runs (same evaluation grid)."""
+    return accuracy(result_from_dataset(run), result_from_dataset(reference))
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def _write_score(
+    session: Session, run_id: int, acc: Accuracy, thresholds: Thresholds, now: datetime
+) -> bool:
+    qualified = acc.qualified(
+        state_tol=thresholds.state_error,
+        voltage_tol=thresholds.voltage_mae,
+        kcl_tol=thresholds.kcl_max,
+    )
+    changed = session.execute(
+        update(RunMetrics)
+        .where(RunMetrics.run_id == run_id, RunMetrics.scored_at.is_(None))
+        .values(
+            state_error=_finite(acc.state_error),
+            voltage_mae=_finite(acc.voltage_mae),
+            kcl_max=_finite(acc.max_kcl),
+            qualified=qualified,
+            scored_at=now,
+        )
+        .execution_options(**_NO_SYNC)
+    )
+    return changed.rowcount == 1
+
+
+def _write_indicators(
+    session: Session,
+    *,
+    scenario_id: int,
+    campaign_id: int,
+    run_id: int,
+    reference: bool,
+    values: dict[str, Any],
+) -> bool:
+    """Insert the scenario's indicators; a reference replaces those of an ordinary run."""
+    row = {
+        "scenario_id": scenario_id,
+        "campaign_id": campaign_id,
+        "run_id": run_id,
+        "from_reference": reference,
+        **values,
+    }
+    dialect = session.get_bind().dialect.name
+    insert = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}[dialect]
+    stmt = insert(ScenarioIndicators).values(**row)
+    if reference:
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["scenario_id"],
+            set_={k: stmt.excluded[k] for k in row if k != "scenario_id"},
+            where=ScenarioIndicators.from_reference.is_(False),
+        )
+    else:
+        stmt = stmt.on_conflict_do_nothing(index_elements=["scenario_id"])
+    return session.execute(stmt).rowcount == 1
+
+
+def _f_hz(network: str) -> float:
+    from models.library import build_system
+
+    return float(build_system(network).info.get("f_hz", 60.0))
+
+
+def score_finished_run(*, db: Database, zarr_root: Path, run_id: int) -> ScoreOutcome:
+    """Score what the just-finished ``run_id`` makes scorable (see the module docstring)."""
+    outcome = ScoreOutcome()
+    with db.read() as session:
+        run, campaign = session.execute(
+            select(Run, Campaign)
+            .join(Campaign, Campaign.id == Run.campaign_id)
+            .where(Run.id == run_id)
+        ).one()
+        siblings = session.execute(
+            select(Run.id, Run.status, Run.is_reference, RunMetrics.scored_at)
+            .outerjoin(RunMetrics, RunMetrics.run_id == Run.id)
+            .where(Run.scenario_id == run.scenario_id)
+        ).all()
+        have_indicators = session.get(ScenarioIndicators, run.scenario_id)
+        have_indicators = None if have_indicators is None else have_indicators.from_reference
+    thresholds = Thresholds.model_validate(campaign.spec.get("thresholds") or {})
+    reference = next((s for s in siblings if s.is_reference), None)
+    ref_ok = reference is not None and reference.status == SUCCEEDED
+    targets: list[int] = []
+    if run.is_reference and ref_ok:
+        targets = [
+            s.id
+            for s in siblings
+            if not s.is_reference and s.status == SUCCEEDED and s.scored_at is None
+        ]
+    elif not run.is_reference and ref_ok and run.status == SUCCEEDED:
+        targets = [run.id]
+
+    source: int | None = None
+    if ref_ok and have_indicators is not True and run.is_reference:
+        source = run.id
+    elif not ref_ok and have_indicators is None:
+        source = next((s.id for s in siblings if s.status == SUCCEEDED), None)
+    if not targets and source is None:
+        return outcome
+
+    def load(rid: int) -> xr.Dataset:
+        return open_run(zarr_root, campaign.id, rid).load()
+
+    ref_ds = load(reference.id) if ref_ok else None
+    scores = [(rid, accuracy_of(load(rid), ref_ds)) for rid in targets]
+    values = None
+    if source is not None:
+        ds = ref_ds if source == getattr(reference, "id", None) else load(source)
+        values = stability_indicators(ds, f_hz=_f_hz(campaign.network)).as_dict()
+    now = utcnow()
+    with db.write() as session:
+        for rid, acc in scores:
+            if _write_score(session, rid, acc, thresholds, now):
+                outcome.scored.append(rid)
+        if values is not None and _write_indicators(
+            session,
+            scenario_id=run.scenario_id,
+            campaign_id=campaign.id,
+            run_id=source,
+            reference=source == getattr(reference, "id", None),
+            values=values,
+        ):
+            outcome.indicators.append(run.scenario_id)
+    return outcome
+
+
+def score_campaign(*, db: Database, zarr_root: Path, campaign_id: int) -> ScoreOutcome:
+    """Score every scorable run of a campaign (idempotent; for campaigns finished before the
+    worker scored, or to repair after a scoring error): each scenario via its reference."""
+    total = ScoreOutcome()
+    with db.read() as session:
+        rows = session.execute(
+            select(Run.id, Run.scenario_id, Run.is_reference, Run.status)
+            .where(Run.campaign_id == campaign_id, Run.status == SUCCEEDED)
+            .order_by(Run.is_reference.desc(), Run.id)
+        ).all()
+    seen: set[int] = set()
+    for row in rows:
+        if row.scenario_id in seen:
+            continue
+        seen.add(row.scenario_id)
+        part = score_finished_run(db=db, zarr_root=zarr_root, run_id=row.id)
+        total.scored += part.scored
+        total.indicators += part.indicators
+    return total

@@ -1,0 +1,50 @@
+"""`raptorgrid report`: tables, two PNG plots and a self-contained HTML page from SQL."""
+
+from __future__ import annotations
+
+import pytest
+from raptorgrid import repository as repo
+from raptorgrid.report import write_report
+from raptorgrid.spec import CampaignCreate, expand
+from raptorgrid.tables import utcnow
+
+from workers.runner import WorkerContext, execute_run
+
+SPEC = {
+    "name": "report",
+    "network": "wscc9",
+    "t_end": 1.1,
+    "n_eval": 111,
+    "disturbances": [{"kind": "branch_trip", "branch": "br_5_6", "t": 0.1}],
+    "methods": [
+        {"method": "raptor"},
+        {"method": "radau", "options": {"rtol": [1e-3, 1e-7]}},
+    ],
+    "reference": {"method": "radau", "options": {"rtol": 1e-11, "atol": 1e-13}},
+    "thresholds": {"state_error": 1e-6, "voltage_mae": 1e-6, "kcl_max": 1e-8},
+}
+
+
+@pytest.mark.slow
+def test_report_writes_plots_and_html_with_the_campaign_numbers(
+    sqlite_settings, sqlite_db, tmp_path
+):
+    spec = CampaignCreate.model_validate(SPEC)
+    expansion = expand(spec, settings=sqlite_settings)
+    with sqlite_db.write() as session:
+        campaign, run_ids = repo.create_campaign(
+            session=session, spec=spec, expansion=expansion, now=utcnow()
+        )
+    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
+    for run_id in run_ids:
+        assert execute_run(run_id, worker="test", ctx=context) == "succeeded"
+    with sqlite_db.read() as session:
+        data, files = write_report(session=session, campaign_id=campaign.id, out_dir=tmp_path)
+    for png in (files.accuracy_png, files.accepted_png):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    page = files.html.read_text()
+    assert page.count("data:image/png;base64,") == 2  # self-contained
+    radau = next(r for r in data.table_one["rows"] if r["method"] == "radau")
+    assert radau["config"] == "rtol=1e-07"  # rtol 1e-3 is not accuracy-qualified
+    assert radau["speedup"] is not None and f"{radau['speedup']:.3g}" in page
+    assert data.ranking and data.ranking[0]["label"] in page
