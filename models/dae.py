@@ -60,6 +60,11 @@ class DAESystem:
             raise ValueError(f"x0 has {len(self.x0)} entries but {len(self.state_names)} states")
         if len(self.z0) != len(self.alg_names):
             raise ValueError(f"z0 has {len(self.z0)} entries but {len(self.alg_names)} variables")
+        if not self.alg_names:
+            raise ValueError(
+                "alg_names: at least one algebraic variable is required (the solvers are built "
+                "for 0 = g(x, z)); for a pure ODE add one, e.g. z with g = z - x[0]"
+            )
 
     @property
     def n_x(self) -> int:

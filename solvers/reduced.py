@@ -24,6 +24,14 @@ class AlgebraicSolveError(RuntimeError):
     """0 = g(x, z) could not be solved near the current state."""
 
 
+class NonFiniteError(RuntimeError):
+    """The model returned NaN or inf at a finite state: the trajectory left its domain."""
+
+    def __init__(self, message: str, t: float) -> None:
+        super().__init__(message)
+        self.t = t
+
+
 class ReducedODE:
     """Right-hand side and Jacobian of the reduced ODE for one parameter set (one segment)."""
 
@@ -81,7 +89,10 @@ class ReducedODE:
             z = self._checked(x, z, float(packed[-1]), self.z)
             return np.asarray(self.kernels.f(x, z, self.p))
         self.z = z
-        return packed[:n_x]
+        f = packed[:n_x]
+        if not np.all(np.isfinite(f)) and np.all(np.isfinite(x)):
+            raise NonFiniteError("the model returned a non-finite x' = f(x, z)", t)
+        return f
 
     def jacobian(self, t: float, x: np.ndarray) -> np.ndarray:
         """Exact d x'/d x = f_x - f_z g_z^-1 g_x at (x, z(x)); one fused device call."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from models.dae import DAESystem, Scenario
 from models.kernels import Kernels
-from solvers.reduced import AlgebraicSolveError, ReducedODE
+from solvers.reduced import AlgebraicSolveError, NonFiniteError, ReducedODE
 from solvers.result import SolveResult, Stats
 from solvers.status import FailureReason, RunStatus
 from solvers.trajectory import Segment, TrajectoryBuilder, failure_message
@@ -112,6 +112,9 @@ class StepRun:
         except StepFailure as failure:
             status, reason = RunStatus.FAILED, failure.reason
             message = failure_message(failure.reason, failure.detail, failure.t)
+        except NonFiniteError as error:
+            status, reason = RunStatus.FAILED, FailureReason.NON_FINITE
+            message = failure_message(reason, str(error), error.t)
         except AlgebraicSolveError as error:
             status, reason = RunStatus.FAILED, FailureReason.ALGEBRAIC_SOLVE_FAILED
             t_fail = self.builder.t[-1] if self.builder.t else self.scenario.t0

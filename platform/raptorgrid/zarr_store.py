@@ -91,15 +91,21 @@ def result_dataset(result: SolveResult, attrs: dict[str, Any] | None = None) -> 
         "events": json.dumps(result.events, default=str),
         **(attrs or {}),
     }
+    n_t, n_steps = len(result.t_eval), len(result.t)
     n_x, n_z, n_y = len(result.state_names), len(result.alg_names), len(result.output_names)
+
+    def rows(values: Any, n_rows: int, n_cols: int) -> np.ndarray:
+        # explicit row counts: reshape(-1, 0) is ambiguous for systems without outputs
+        return np.asarray(values, float).reshape(n_rows, n_cols)
+
     return xr.Dataset(
         {
-            "x": (("time", "state"), np.asarray(result.x_eval, float).reshape(-1, n_x)),
-            "z": (("time", "algebraic"), np.asarray(result.z_eval, float).reshape(-1, n_z)),
-            "y": (("time", "output"), np.asarray(result.y_eval, float).reshape(-1, n_y)),
+            "x": (("time", "state"), rows(result.x_eval, n_t, n_x)),
+            "z": (("time", "algebraic"), rows(result.z_eval, n_t, n_z)),
+            "y": (("time", "output"), rows(result.y_eval, n_t, n_y)),
             "t_acc": (("step",), np.asarray(result.t, float)),
-            "x_acc": (("step", "state"), np.asarray(result.x, float).reshape(-1, n_x)),
-            "z_acc": (("step", "algebraic"), np.asarray(result.z, float).reshape(-1, n_z)),
+            "x_acc": (("step", "state"), rows(result.x, n_steps, n_x)),
+            "z_acc": (("step", "algebraic"), rows(result.z, n_steps, n_z)),
         },
         coords={
             "time": np.asarray(result.t_eval, float),

@@ -22,7 +22,7 @@ from solvers.raptor.basis import BankSet, build_banks
 from solvers.raptor.control import PIController, starting_interval
 from solvers.raptor.interval import STATUS_CONVERGED, compiled_attempt
 from solvers.raptor.options import RaptorOptions
-from solvers.reduced import ALGEBRAIC_TOL, AlgebraicSolveError, ReducedODE
+from solvers.reduced import ALGEBRAIC_TOL, AlgebraicSolveError, NonFiniteError, ReducedODE
 from solvers.result import SolveResult, Stats
 from solvers.status import FailureReason, RunStatus
 from solvers.trajectory import TrajectoryBuilder, check_state, failure_message, segments
@@ -129,6 +129,9 @@ def run_raptor(
     except _Failure as failure:
         status, reason = RunStatus.FAILED, failure.reason
         message = failure_message(failure.reason, failure.detail, failure.t)
+    except NonFiniteError as error:
+        status, reason = RunStatus.FAILED, FailureReason.NON_FINITE
+        message = failure_message(reason, str(error), error.t)
     except AlgebraicSolveError as error:
         status, reason = RunStatus.FAILED, FailureReason.ALGEBRAIC_SOLVE_FAILED
         message = failure_message(reason, str(error), builder.t[-1] if builder.t else 0.0)
