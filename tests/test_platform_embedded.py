@@ -34,6 +34,7 @@ def test_raptorgrid_run_embedded(tmp_path: Path, small_spec: dict, jax_cache_dir
     assert "median runtime s" in output and "mean Newton" in output
     assert "rtol=0.001" in output and "rtol=1e-05" in output
     assert "finished: 4 succeeded, 0 failed" in output
+    assert "ETA" in output and "succeeded 4" in output  # live progress: counts and an ETA
 
     data = tmp_path / "raptorgrid-data"
     assert (data / "raptorgrid.sqlite").is_file() and (data / "broker.sqlite").is_file()

@@ -11,7 +11,14 @@ from typing import Annotated, Any
 import httpx
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from raptorgrid.cli.errors import EXIT_FAILED, UserError, fail, user_errors
 from raptorgrid.cli.render import campaign_summary, console, counts_line, method_table
@@ -75,6 +82,8 @@ def run(
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[counts]}"),
                 TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
                 console=console,
                 transient=False,
             ) as progress:
