@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.dae import DAESystem, Event, ParameterChange
@@ -83,8 +84,12 @@ class BranchTrip(_Disturbance):
         return self.t
 
 
+LOAD_PARAMS = ("load_g", "load_b", "load_ip", "load_iq", "load_pp", "load_pq")
+"""Per-load parameters of the ZIP parts (Z always; I and P where the system has them)."""
+
+
 class LoadStep(_Disturbance):
-    """Scale the constant-impedance load at ``bus`` by ``scale`` (P and Q together) at ``t``;
+    """Scale the load at ``bus`` by ``scale`` (P and Q, every ZIP part together) at ``t``;
     1.1 is a 10 % increase at nominal voltage."""
 
     kind: Literal["load_step"] = "load_step"
@@ -94,11 +99,10 @@ class LoadStep(_Disturbance):
 
     def events(self, system: DAESystem) -> tuple[Event, ...]:
         i = system.index_of("load", self.bus)
-        g0 = float(system.params["load_g"][i])
-        b0 = float(system.params["load_b"][i])
-        changes = (
-            ParameterChange("load_g", g0 * self.scale, i),
-            ParameterChange("load_b", b0 * self.scale, i),
+        changes = tuple(
+            ParameterChange(name, float(system.params[name][i]) * self.scale, i)
+            for name in LOAD_PARAMS
+            if name in system.params and (name in ("load_g", "load_b") or system.params[name][i])
         )
         return (Event(self.t, changes, f"load at {self.bus} x{self.scale:g}"),)
 
@@ -106,9 +110,153 @@ class LoadStep(_Disturbance):
         return self.t
 
 
+class GeneratorTrip(_Disturbance):
+    """Disconnect ``generator`` at ``t``: its status parameter goes from 1 to 0, its stator
+    currents to zero (the machine keeps running unloaded; it leaves the centre of inertia)."""
+
+    kind: Literal["generator_trip"] = "generator_trip"
+    generator: str
+    t: float = Field(0.1, ge=0.0, le=3600.0)
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        i = system.index_of("generator", self.generator)
+        if "gen_status" not in system.params:
+            raise KeyError(f"system {system.name!r} has no generator status parameter")
+        change = (ParameterChange("gen_status", 0.0, i),)
+        return (Event(self.t, change, f"trip {self.generator}"),)
+
+    def last_time(self) -> float:
+        return self.t
+
+
+SETPOINTS: dict[str, tuple[str, str]] = {
+    "motor_torque": ("motor", "mot_tm"),
+    "inverter_pref": ("inverter", "inv_pref"),
+    "inverter_qref": ("inverter", "inv_qref"),
+    "avr_vref": ("generator", "vref"),
+    "governor_pref": ("generator", "pref"),
+    "source_voltage": ("source", "v_source"),
+}
+"""Set-point name -> (element kind, parameter): the mechanical load torque of an induction motor
+(pu), an inverter's active / reactive power reference (pu), an AVR voltage reference (pu), a
+governor's load reference (pu), the source voltage of the cascaded line (pu)."""
+
+
+def setpoint_change(
+    system: DAESystem,
+    setpoint: str,
+    element: str | None,
+    *,
+    scale: float | None,
+    delta: float | None,
+) -> ParameterChange:
+    """The parameter change of one set-point step; unknown set-points or elements raise KeyError
+    listing the valid ones. ``element`` None means the first element of its kind."""
+    if setpoint not in SETPOINTS:
+        raise KeyError(f"unknown set-point {setpoint!r}; valid set-points: {sorted(SETPOINTS)}")
+    kind, param = SETPOINTS[setpoint]
+    if kind not in system.names or not system.names[kind] or param not in system.params:
+        have = sorted(
+            k for k, (kd, pn) in SETPOINTS.items() if system.names.get(kd) and pn in system.params
+        )
+        raise KeyError(
+            f"system {system.name!r} has no {setpoint!r} set-point; valid set-points: {have}"
+        )
+    i = system.index_of(kind, element) if element is not None else 0
+    value = float(np.asarray(system.params[param]).reshape(-1)[i])
+    new = value * scale if scale is not None else value + float(delta or 0.0)
+    index = None if np.asarray(system.params[param]).ndim == 0 else i
+    return ParameterChange(param, new, index)
+
+
+class SetpointStep(_Disturbance):
+    """Step the set-point ``setpoint`` (a key of ``SETPOINTS``) of ``element`` at ``t``: multiply
+    it by ``scale`` or add ``delta`` (pu); exactly one of the two is given."""
+
+    kind: Literal["setpoint_step"] = "setpoint_step"
+    setpoint: str
+    element: str | None = None
+    t: float = Field(0.1, ge=0.0, le=3600.0)
+    scale: float | None = Field(None, ge=-10.0, le=10.0)
+    delta: float | None = Field(None, ge=-10.0, le=10.0)
+
+    @model_validator(mode="after")
+    def _check(self) -> SetpointStep:
+        if (self.scale is None) == (self.delta is None):
+            raise ValueError("give exactly one of 'scale' and 'delta'")
+        return self
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        change = setpoint_change(
+            system, self.setpoint, self.element, scale=self.scale, delta=self.delta
+        )
+        label = f"{self.setpoint}[{self.element or 'first'}] " + (
+            f"x{self.scale:g}" if self.scale is not None else f"{self.delta:+g}"
+        )
+        return (Event(self.t, (change,), label),)
+
+    def last_time(self) -> float:
+        return self.t
+
+
+class PaperSequence(_Disturbance):
+    """The RAPTOR paper's RMS disturbance sequence (Ellinas et al., §IV-C): a motor mechanical-
+    torque change, then an inverter active-power-reference change, then an AVR voltage-reference
+    change. Elements default to the first motor, inverter and generator of the system.
+    ``setpoint_sequence`` is accepted as another name of the same preset (the platform's
+    campaign generator asks for it by that name)."""
+
+    kind: Literal["paper_sequence", "setpoint_sequence"] = "paper_sequence"
+    motor: str | None = None
+    inverter: str | None = None
+    generator: str | None = None
+    t_motor: float = Field(0.1, ge=0.0, le=3600.0)
+    t_inverter: float = Field(0.3, ge=0.0, le=3600.0)
+    t_avr: float = Field(0.5, ge=0.0, le=3600.0)
+    motor_torque_scale: float = Field(1.2, ge=0.0, le=3.0)
+    inverter_pref_scale: float = Field(0.5, ge=-2.0, le=3.0)
+    avr_vref_delta: float = Field(0.02, ge=-0.5, le=0.5)
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        steps = (
+            SetpointStep(
+                setpoint="motor_torque",
+                element=self.motor,
+                t=self.t_motor,
+                scale=self.motor_torque_scale,
+            ),
+            SetpointStep(
+                setpoint="inverter_pref",
+                element=self.inverter,
+                t=self.t_inverter,
+                scale=self.inverter_pref_scale,
+            ),
+            SetpointStep(
+                setpoint="avr_vref", element=self.generator, t=self.t_avr, delta=self.avr_vref_delta
+            ),
+        )
+        return tuple(event for step in steps for event in step.events(system))
+
+    def last_time(self) -> float:
+        return max(self.t_motor, self.t_inverter, self.t_avr)
+
+
 Disturbance = Annotated[
-    NoDisturbance | BusFault | BranchTrip | LoadStep, Field(discriminator="kind")
+    NoDisturbance | BusFault | BranchTrip | LoadStep | GeneratorTrip | SetpointStep | PaperSequence,
+    Field(discriminator="kind"),
 ]
 """Any disturbance kind, told apart by its ``kind`` field."""
 
-DISTURBANCE_KINDS = ("none", "bus_fault", "branch_trip", "load_step")
+DISTURBANCE_KINDS = (
+    "none",
+    "bus_fault",
+    "branch_trip",
+    "load_step",
+    "generator_trip",
+    "setpoint_step",
+    "paper_sequence",
+    "setpoint_sequence",
+)
+
+PRESETS = ("paper_sequence", "setpoint_sequence")
+"""Named disturbance presets (kinds that stand for a whole sequence)."""

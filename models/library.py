@@ -22,12 +22,50 @@ def _wscc9() -> DAESystem:
     return build_wscc9()
 
 
+def _matpower(case: str, name: str) -> Callable[[], DAESystem]:
+    def build() -> DAESystem:
+        from models.cases.matpower import build_matpower_case
+
+        return build_matpower_case(case, name=name)
+
+    return build
+
+
+def _cascaded_line() -> DAESystem:
+    from models.cases.cascaded_line import build_cascaded_line
+
+    return build_cascaded_line()
+
+
+_IEEE = (
+    "two-axis machines with IEEE DC1A exciters and TGOV1 governors (typical data by rating), one "
+    "3rd-order induction motor, one grid-following inverter, constant-impedance loads"
+)
+
 NETWORKS: dict[str, NetworkEntry] = {
     "wscc9": NetworkEntry(
         "wscc9",
         "WSCC 3-machine 9-bus system: two-axis machines with IEEE DC1A exciters, "
         "constant-impedance loads (Sauer-Pai data, pandapower case9 power flow)",
         _wscc9,
+    ),
+    **{
+        name: NetworkEntry(
+            name, f"IEEE {n}-bus system (MATPOWER {case}): {_IEEE}", _matpower(case, name)
+        )
+        for name, case, n in (
+            ("ieee14", "case14", 14),
+            ("ieee39", "case39", 39),
+            ("ieee57", "case57", 57),
+            ("ieee118", "case118", 118),
+        )
+    },
+    "cascaded_line": NetworkEntry(
+        "cascaded_line",
+        "cascaded M-section line (10 pi-sections, dq frame): an ideal source feeding a load "
+        "through "
+        "a chain of pi-sections; stiff benchmark with modes up to about 7 kHz",
+        _cascaded_line,
     ),
 }
 

@@ -6,10 +6,11 @@ are O(n_bus + n_branch) and a branch trip is only a parameter change (``branch_s
 
 Branch model (MATPOWER's, R. D. Zimmerman, C. E. Murillo-Sanchez, MATPOWER User's Manual,
 §3.2 "Branches", eqs. (3.1)-(3.2)): series admittance ys = 1/(r + jx), total line charging b,
-off-nominal tap ratio tau (MATPOWER's 0 meaning 1) at the from end and phase shift theta_sh (rad):
+off-nominal tap ratio tau (MATPOWER's 0 meaning 1) at the from end and phase shift theta_sh (rad);
+an optional total shunt conductance g (pandapower's BR_G, zero in MATPOWER) joins b as g + jb:
 
-    i_f = Yff v_f + Yft v_t,     Yff = (ys + j b/2) / tau^2,    Yft = -ys / (tau e^{-j theta_sh})
-    i_t = Ytf v_f + Ytt v_t,     Ytf = -ys / (tau e^{+j theta_sh}),    Ytt = ys + j b/2
+    i_f = Yff v_f + Yft v_t,   Yff = (ys + (g + j b)/2) / tau^2,   Yft = -ys / (tau e^{-j theta_sh})
+    i_t = Ytf v_f + Ytt v_t,   Ytf = -ys / (tau e^{+j theta_sh}),  Ytt = ys + (g + j b)/2
 
 with i_f, i_t the currents *leaving* the from and to buses into the branch; an out-of-service
 branch (status 0) carries none. All quantities are per unit on the system base (currents on
@@ -32,6 +33,9 @@ import models.jaxconfig  # noqa: F401
 
 BRANCH_PARAMS = ("branch_r", "branch_x", "branch_b", "branch_tap", "branch_shift", "branch_status")
 """Per-branch parameters (pu, pu, pu, ratio, rad, 1/0), in the order of the branch list."""
+BRANCH_G = "branch_g"
+"""Optional per-branch total shunt conductance (pu), split half to each end like ``branch_b``
+(pandapower's ppc column BR_G: transformer magnetizing losses); absent means zero."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,8 @@ def branch_admittances(p: dict) -> tuple[jax.Array, jax.Array, jax.Array, jax.Ar
     tap = p["branch_tap"]
     shift = p["branch_shift"]
     on = p["branch_status"]
-    ytt = ys + 0.5j * p["branch_b"]
+    y_sh = 1j * p["branch_b"] + p.get(BRANCH_G, 0.0)
+    ytt = ys + 0.5 * y_sh
     yff = ytt / tap**2
     yft = -ys / (tap * jnp.exp(-1j * shift))
     ytf = -ys / (tap * jnp.exp(1j * shift))

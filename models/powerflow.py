@@ -10,8 +10,9 @@ flow tolerance. Buses keep the ppc order; a bus is named after its number in the
 index + 1). Branches keep the ppc order (pandapower lines, then transformers), which for cases
 converted from MATPOWER with lines only (e.g. ``case9``) is the MATPOWER branch order.
 
-Not supported yet (raise ``NotImplementedError``): voltage-dependent (ZIP) loads, branch shunt
-conductance or asymmetric branch data, i.e. anything outside MATPOWER's branch model.
+Not supported yet (raise ``NotImplementedError``): voltage-dependent (ZIP) loads in the power flow
+and asymmetric branch data. A branch shunt conductance (BR_G, which pandapower gives the
+transformers of some converted cases, e.g. ``case118``) is returned in ``branch_g``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class PowerFlowCase:
     branch_s_from: np.ndarray
     branch_s_to: np.ndarray
     iterations: int
+    branch_g: np.ndarray | None = None
+    """Total branch shunt conductance (pu; pandapower's BR_G, e.g. transformer magnetizing
+    losses of converted cases), None where every branch has none."""
 
     @property
     def n_bus(self) -> int:
@@ -100,9 +104,10 @@ def run_power_flow(net, tolerance_mva: float = TOLERANCE_MVA) -> PowerFlowCase:
     if np.iscomplexobj(br) and np.any(br.imag != 0.0):
         raise NotImplementedError("complex branch data (transformer iron losses)")
     br, b, g = br.real, b.real, g.real
-    extra = [brch.BR_G, brch.BR_R_ASYM, brch.BR_X_ASYM, brch.BR_G_ASYM, brch.BR_B_ASYM]
+    extra = [brch.BR_R_ASYM, brch.BR_X_ASYM, brch.BR_G_ASYM, brch.BR_B_ASYM]
     if br.shape[1] > max(extra) and np.any(br[:, extra] != 0.0):
-        raise NotImplementedError("branch shunt conductance or asymmetric branch data")
+        raise NotImplementedError("asymmetric branch data")
+    has_g = br.shape[1] > brch.BR_G and np.any(br[:, brch.BR_G] != 0.0)
     zip_cols = [bus.CID_P, bus.CZD_P, bus.CID_Q, bus.CZD_Q]
     if b.shape[1] > max(zip_cols) and np.any(b[:, zip_cols] != 0.0):
         raise NotImplementedError("voltage-dependent (ZIP) loads")
@@ -135,6 +140,7 @@ def run_power_flow(net, tolerance_mva: float = TOLERANCE_MVA) -> PowerFlowCase:
         branch_s_from=(br[:, brch.PF] + 1j * br[:, brch.QF]) / base,
         branch_s_to=(br[:, brch.PT] + 1j * br[:, brch.QT]) / base,
         iterations=int(ppc.get("iterations", -1)),
+        branch_g=br[:, brch.BR_G].copy() if has_g else None,
     )
 
 

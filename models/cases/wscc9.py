@@ -14,7 +14,8 @@ Variables (all pu on 100 MVA unless stated):
 * g = [Re KCL of every bus, Im KCL of every bus, d-stator of every machine, q-stator ...].
 
 The initial point follows Sauer & Pai §7.6 from the power flow (machines, then exciters), after
-which z is polished by Newton on g at x0; TM (``tm``) and Vref (``vref``) are parameters.
+which z is polished by Newton on g at x0; TM (``tm``) and Vref (``vref``) are parameters. A
+generator trip sets ``gen_status`` 1 -> 0: its stator equations become Id = Iq = 0.
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ def build_wscc9(data: Mapping | None = None, power_flow: PowerFlowCase | None = 
         shunt_b=pf.shunt_b.astype(np.float64),
         fault_g=np.zeros(n_bus),
         fault_b=np.zeros(n_bus),
+        gen_status=np.ones(n_gen),
     )
 
     # --- initialization twins (Sauer & Pai §7.6) ----------------------------------------------
@@ -176,7 +178,9 @@ def build_wscc9(data: Mapping | None = None, power_flow: PowerFlowCase | None = 
     def kcl(x, z, p):
         (delta, _, eq_p, ed_p, *_), vr, vi, id_, iq = unpack(x, z)
         ir, ii = sm.to_network_frame(id_, iq, delta)
-        injection = jnp.zeros(n_bus, dtype=jnp.complex128).at[gen_bus].add(ir + 1j * ii)
+        injection = (
+            jnp.zeros(n_bus, dtype=jnp.complex128).at[gen_bus].add(p["gen_status"] * (ir + 1j * ii))
+        )
         y_load = (
             jnp.zeros(n_bus, dtype=jnp.complex128).at[load_bus].add(p["load_g"] + 1j * p["load_b"])
         )
@@ -187,13 +191,16 @@ def build_wscc9(data: Mapping | None = None, power_flow: PowerFlowCase | None = 
         (delta, _, eq_p, ed_p, *_), vr, vi, id_, iq = unpack(x, z)
         vd, vq = sm.to_machine_frame(vr[gen_bus], vi[gen_bus], delta)
         res_d, res_q = sm.two_axis_stator(eq_p, ed_p, vd, vq, id_, iq, p)
+        on = p["gen_status"]  # a tripped machine (0) carries no stator current
         mismatch = kcl(x, z, p)
-        return jnp.concatenate([mismatch.real, mismatch.imag, res_d, res_q])
+        return jnp.concatenate(
+            [mismatch.real, mismatch.imag, on * res_d + (1 - on) * id_, on * res_q + (1 - on) * iq]
+        )
 
     def outputs(x, z, p):
         (delta, omega, *_), vr, vi, id_, iq = unpack(x, z)
         ir, ii = sm.to_network_frame(id_, iq, delta)
-        pe = vr[gen_bus] * ir + vi[gen_bus] * ii
+        pe = p["gen_status"] * (vr[gen_bus] * ir + vi[gen_bus] * ii)
         kcl_max = jnp.max(jnp.abs(kcl(x, z, p)))
         return jnp.concatenate(
             [jnp.sqrt(vr**2 + vi**2), jnp.arctan2(vi, vr), omega, delta, pe, kcl_max[None]]

@@ -117,7 +117,7 @@ def read_campaign_runs(
     status: RunStatus | None = None,
     method: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> RunsPublic:
     if repo.get_campaign(session=session, campaign_id=campaign_id) is None:
         raise not_found("campaign", campaign_id)

@@ -21,7 +21,7 @@ from solvers.status import RunStatus
 router = APIRouter(tags=["results"], dependencies=[ReadAccess])
 
 Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0)]
+Offset = Annotated[int, Query(ge=0, le=2**31 - 1)]  # SQLite and PostgreSQL take 32-bit offsets
 Kind = Annotated[str | None, Query(description="disturbance kind, e.g. bus_fault")]
 
 

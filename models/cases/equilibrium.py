@@ -1,0 +1,61 @@
+"""Shared steps of the case builders: unique element names and the equilibrium check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import models.jaxconfig  # noqa: F401
+
+INIT_TOL = 1e-8
+"""Largest accepted |f| and |g| at the initial point."""
+PF_TOL = 1e-6
+"""Largest accepted |g| at the power-flow point before polishing (the model reproduces the PF)."""
+
+
+def unique_names(names: Iterable[str]) -> tuple[str, ...]:
+    """Number repeated names: the first keeps its name, later ones get ``_2``, ``_3``, ..."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return tuple(out)
+
+
+def newton_z(g, x, z, p, max_iter: int = 20, tol: float = 1e-14) -> np.ndarray:
+    """Newton on 0 = g(x, z, p) for z with the dense autodiff g_z (fine up to a few hundred z)."""
+    g_fn = jax.jit(g)
+    jac = jax.jit(jax.jacfwd(g, argnums=1))
+    z = jnp.asarray(z)
+    for _ in range(max_iter):
+        dz = jnp.linalg.solve(jac(x, z, p), g_fn(x, z, p))
+        z = z - dz
+        if float(jnp.max(jnp.abs(dz))) <= tol:
+            break
+    return np.asarray(z)
+
+
+def checked_equilibrium(f, g, x0, z_pf, params: dict) -> tuple[np.ndarray, float, float]:
+    """Polish z at x0 from the power-flow point and check |f|, |g| <= INIT_TOL.
+
+    Returns (z0, max |f|, max |g|); raises ``RuntimeError`` when the model does not reproduce the
+    power flow or the point is not an equilibrium.
+    """
+    p_dev = {k: jnp.asarray(v) for k, v in params.items()}
+    g_pf = float(np.max(np.abs(np.asarray(jax.jit(g)(x0, z_pf, p_dev)))))
+    if not g_pf <= PF_TOL:
+        raise RuntimeError(
+            f"the network model does not reproduce the power flow (|g| = {g_pf:.2e})"
+        )
+    z0 = newton_z(g, x0, z_pf, p_dev)
+    f_res = float(np.max(np.abs(np.asarray(jax.jit(f)(x0, z0, p_dev)))))
+    g_res = float(np.max(np.abs(np.asarray(jax.jit(g)(x0, z0, p_dev)))))
+    if not (f_res <= INIT_TOL and g_res <= INIT_TOL):
+        raise RuntimeError(
+            f"initial point is not an equilibrium: |f| = {f_res:.2e}, |g| = {g_res:.2e}"
+        )
+    return z0, f_res, g_res
