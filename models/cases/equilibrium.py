@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import models.jaxconfig  # noqa: F401
+from models.kernels import newton_solver
 
 INIT_TOL = 1e-8
 """Largest accepted |f| and |g| at the initial point."""
@@ -27,16 +28,10 @@ def unique_names(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def newton_z(g, x, z, p, max_iter: int = 20, tol: float = 1e-14) -> np.ndarray:
-    """Newton on 0 = g(x, z, p) for z with the dense autodiff g_z (fine up to a few hundred z)."""
-    g_fn = jax.jit(g)
-    jac = jax.jit(jax.jacfwd(g, argnums=1))
-    z = jnp.asarray(z)
-    for _ in range(max_iter):
-        dz = jnp.linalg.solve(jac(x, z, p), g_fn(x, z, p))
-        z = z - dz
-        if float(jnp.max(jnp.abs(dz))) <= tol:
-            break
-    return np.asarray(z)
+    """Newton on 0 = g(x, z, p) for z with the dense autodiff g_z (fine up to a few hundred z):
+    the project's one algebraic Newton (``models.kernels.newton_solver``), compiled here."""
+    z_new, _ = jax.jit(newton_solver(g, max_iter, tol))(x, jnp.asarray(z), p)
+    return np.asarray(z_new)
 
 
 def checked_equilibrium(f, g, x0, z_pf, params: dict) -> tuple[np.ndarray, float, float]:

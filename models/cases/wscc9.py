@@ -25,11 +25,11 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 import models.jaxconfig  # noqa: F401
+from models.cases.equilibrium import newton_z
 from models.components import exciter_ieee_dc1a as exc
 from models.components import synchronous_two_axis as sm
 from models.components.loads import constant_impedance
@@ -284,12 +284,4 @@ def build_wscc9(data: Mapping | None = None, power_flow: PowerFlowCase | None = 
 
 def _newton(g, x, z, p, max_iter: int = 20, tol: float = 1e-14) -> np.ndarray:
     """Newton on 0 = g(x, z, p) for z (dense g_z: 2 n_bus + 2 n_gen unknowns, fine at 9 buses)."""
-    g_fn = jax.jit(g)
-    jac = jax.jit(jax.jacfwd(g, argnums=1))
-    z = jnp.asarray(z)
-    for _ in range(max_iter):
-        dz = jnp.linalg.solve(jac(x, z, p), g_fn(x, z, p))
-        z = z - dz
-        if float(jnp.max(jnp.abs(dz))) <= tol:
-            break
-    return np.asarray(z)
+    return newton_z(g, x, z, p, max_iter, tol)
