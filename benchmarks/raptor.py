@@ -122,7 +122,9 @@ def main() -> None:
     parser.add_argument("--kcl-tol", type=float, default=Thresholds.kcl)
     args = parser.parse_args()
     thresholds = Thresholds(args.state_tol, args.voltage_tol, args.kcl_tol)
-    out = run(args.systems, args.repeats, thresholds, args.quick, tuple(args.baselines), args.reference)
+    out = run(
+        args.systems, args.repeats, thresholds, args.quick, tuple(args.baselines), args.reference
+    )
     if args.json:
         print(dump("raptor", out["rows"], out["speedups"]))
         return
