@@ -19,25 +19,12 @@ import xarray as xr
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from raptorgrid.tables import Run, RunMetrics, ScenarioRow
+from raptorgrid.tables import STATS_COLUMNS, Run, RunMetrics, ScenarioRow
 from raptorgrid.zarr_store import open_run
 
 METRIC_COLUMNS = (
-    "accepted",
-    "rejected",
-    "newton_iterations",
-    "algebraic_iterations",
-    "jacobian_evaluations",
-    "lu_factorizations",
-    "rhs_evaluations",
-    "compile_seconds",
-    "solve_seconds",
-    "runtime_seconds",
-    "n_points",
-    "final_time",
-    "state_error",
-    "voltage_mae",
-    "kcl_max",
+    *STATS_COLUMNS,
+    "runtime_seconds", "n_points", "final_time", "state_error", "voltage_mae", "kcl_max",
 )
 
 
