@@ -27,6 +27,31 @@ def unique_names(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def network_alg_names(bus_names: Iterable[str], gen_names: Iterable[str]) -> tuple[str, ...]:
+    """Algebraic variables of a machine network, in the order the builders stack z: bus
+    voltages (real parts, then imaginary parts, pu) and machine currents (d, then q axis, pu)."""
+    buses, gens = tuple(bus_names), tuple(gen_names)
+    return (
+        tuple(f"Vr[{b}]" for b in buses)
+        + tuple(f"Vi[{b}]" for b in buses)
+        + tuple(f"Id[{g}]" for g in gens)
+        + tuple(f"Iq[{g}]" for g in gens)
+    )
+
+
+def network_output_names(bus_names: Iterable[str], gen_names: Iterable[str]) -> tuple[str, ...]:
+    """Outputs every machine network shares: bus V (pu) and theta (rad), machine omega (pu),
+    delta (rad) and Pe (pu); case builders append their own (inverters, motors, kcl_max)."""
+    buses, gens = tuple(bus_names), tuple(gen_names)
+    return (
+        tuple(f"V[{b}]" for b in buses)
+        + tuple(f"theta[{b}]" for b in buses)
+        + tuple(f"omega[{g}]" for g in gens)
+        + tuple(f"delta[{g}]" for g in gens)
+        + tuple(f"Pe[{g}]" for g in gens)
+    )
+
+
 def newton_z(g, x, z, p, max_iter: int = 20, tol: float = 1e-14) -> np.ndarray:
     """Newton on 0 = g(x, z, p) for z with the dense autodiff g_z (fine up to a few hundred z):
     the project's one algebraic Newton (``models.kernels.newton_solver``), compiled here."""

@@ -44,7 +44,12 @@ import numpy as np
 
 import models.jaxconfig  # noqa: F401
 from models.cases import typical_data as td
-from models.cases.equilibrium import checked_equilibrium, unique_names
+from models.cases.equilibrium import (
+    checked_equilibrium,
+    network_alg_names,
+    network_output_names,
+    unique_names,
+)
 from models.cases.matpower_io import NetworkSource, network_source
 from models.components import exciter_ieee_dc1a as dc1a
 from models.components import exciter_sexs as sexs
@@ -498,18 +503,9 @@ def build_matpower_case(
         + tuple(f"{s}[{mn}]" for mn in mot_names for s in mot.STATES)
         + tuple(f"{s}[{jn}]" for jn in inv_names for s in inv.STATES)
     )
-    alg_names = (
-        tuple(f"Vr[{b}]" for b in bus_names)
-        + tuple(f"Vi[{b}]" for b in bus_names)
-        + tuple(f"Id[{gn}]" for gn in gen_names)
-        + tuple(f"Iq[{gn}]" for gn in gen_names)
-    )
+    alg_names = network_alg_names(bus_names, gen_names)
     output_names = (
-        tuple(f"V[{b}]" for b in bus_names)
-        + tuple(f"theta[{b}]" for b in bus_names)
-        + tuple(f"omega[{gn}]" for gn in gen_names)
-        + tuple(f"delta[{gn}]" for gn in gen_names)
-        + tuple(f"Pe[{gn}]" for gn in gen_names)
+        network_output_names(bus_names, gen_names)
         + tuple(f"P[{jn}]" for jn in inv_names)
         + tuple(f"Q[{jn}]" for jn in inv_names)
         + tuple(f"slip[{mn}]" for mn in mot_names)

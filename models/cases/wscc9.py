@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import models.jaxconfig  # noqa: F401
-from models.cases.equilibrium import newton_z
+from models.cases.equilibrium import network_alg_names, network_output_names, newton_z
 from models.components import exciter_ieee_dc1a as exc
 from models.components import synchronous_two_axis as sm
 from models.components.loads import constant_impedance
@@ -222,20 +222,8 @@ def build_wscc9(data: Mapping | None = None, power_flow: PowerFlowCase | None = 
         )
 
     state_names = tuple(f"{s}[{gname}]" for gname in gen_names for s in GEN_STATES)
-    alg_names = (
-        tuple(f"Vr[{b}]" for b in bus_names)
-        + tuple(f"Vi[{b}]" for b in bus_names)
-        + tuple(f"Id[{gname}]" for gname in gen_names)
-        + tuple(f"Iq[{gname}]" for gname in gen_names)
-    )
-    output_names = (
-        tuple(f"V[{b}]" for b in bus_names)
-        + tuple(f"theta[{b}]" for b in bus_names)
-        + tuple(f"omega[{gname}]" for gname in gen_names)
-        + tuple(f"delta[{gname}]" for gname in gen_names)
-        + tuple(f"Pe[{gname}]" for gname in gen_names)
-        + ("kcl_max",)
-    )
+    alg_names = network_alg_names(bus_names, gen_names)
+    output_names = network_output_names(bus_names, gen_names) + ("kcl_max",)
     scale_per_gen = {"delta": 0.05, "omega": 1e-3}
     perturbation_scale = np.array(
         [scale_per_gen.get(s, 0.0) for _ in gen_names for s in GEN_STATES], dtype=np.float64
