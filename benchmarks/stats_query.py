@@ -2,10 +2,17 @@
 
 Fills a scratch PostgreSQL database (created and dropped here) with one campaign: scenarios x
 method configurations, every run with metrics, errors and a qualified flag, every scenario with
-indicators (bulk inserts), then times each endpoint through the real FastAPI app and prints
-p50/p95 per endpoint (target: p95 < 100 ms). ``--json`` prints the DESIGN §6 object.
+indicators (bulk inserts), then times each endpoint through the real FastAPI app and prints,
+per endpoint (target: p95 < 100 ms):
 
-    python benchmarks/stats_query.py [--runs 100000] [--repeat 30] [--json]
+* ``cold_ms`` / ``cold_max_ms``: median and worst of ``--cold`` requests each made right after
+  bumping the campaign's ``stats_version`` (what any run change does), so the app's stats
+  cache misses and the SQL aggregates run (PostgreSQL's own buffers stay warm);
+* ``p50_ms`` / ``p95_ms``: ``--repeat`` requests after those, the campaign unchanged.
+
+``--json`` prints the DESIGN §6 object.
+
+    python -m benchmarks.stats_query [--runs 100000] [--repeat 30] [--cold 5] [--json]
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ import sys
 import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy import create_engine, insert, make_url, select, text
 
-from benchmarks.common import dump, print_table
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file, too
+
+from benchmarks.common import dump, print_table  # noqa: E402
 
 ADMIN_URL = os.environ.get(
     "RAPTORGRID_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -89,10 +99,20 @@ def fill(db, n_runs: int, seed: int = 0) -> int:  # noqa: ANN001
     return cid
 
 
+def _timed(client, path: str) -> float:  # noqa: ANN001
+    """One GET through the app, in ms (asserting a 200)."""
+    t0 = time.perf_counter()
+    response = client.get(path)
+    elapsed = 1000 * (time.perf_counter() - t0)
+    assert response.status_code == 200, (path, response.text)
+    return elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--cold", type=int, default=5, help="cold requests per endpoint")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -117,7 +137,6 @@ def main() -> None:
         with db.write() as s:
             s.execute(text("ANALYZE"))
             n = s.execute(text("SELECT count(*) FROM runs")).scalar_one()
-        db.dispose()
         endpoints = {
             "stats": f"/campaigns/{cid}/stats",
             "stats?kind=bus_fault": f"/campaigns/{cid}/stats?kind=bus_fault",
@@ -128,24 +147,28 @@ def main() -> None:
             "pareto": f"/campaigns/{cid}/stats/pareto",
             "ranking": f"/campaigns/{cid}/stats/ranking?limit=50",
             "ranking page 100": f"/campaigns/{cid}/stats/ranking?limit=50&offset=5000",
+            "failures": f"/campaigns/{cid}/stats/failures?limit=50",
             "campaigns": "/campaigns",
         }
+        bump = text("UPDATE campaigns SET stats_version = stats_version + 1 WHERE id = :cid")
         rows = []
-        with TestClient(create_app(settings)) as client:
+        with TestClient(create_app(settings)) as client, db.engine.connect() as conn:
+            assert client.get(f"/campaigns/{cid}/runs?limit=1").status_code == 200  # pool
             for label, path in endpoints.items():
-                assert client.get(path).status_code == 200, path  # warm the pool
-                times = []
-                for _ in range(args.repeat):
-                    t0 = time.perf_counter()
-                    response = client.get(path)
-                    times.append(1000 * (time.perf_counter() - t0))
-                    assert response.status_code == 200
+                cold = []
+                for _ in range(args.cold):  # as after any run changes: every entry a miss
+                    conn.execute(bump, {"cid": cid})
+                    conn.commit()
+                    cold.append(_timed(client, path))
+                times = [_timed(client, path) for _ in range(args.repeat)]
                 p95 = float(np.percentile(times, 95))
                 status = "ok" if p95 < TARGET_MS else "slow"
                 rows.append({"system": "postgresql", "scenario": f"{n} runs",
-                             "method": label, "config": {"repeat": args.repeat},
+                             "method": label, "config": {"repeat": args.repeat, "cold": args.cold},
+                             "cold_ms": statistics.median(cold), "cold_max_ms": max(cold),
                              "p50_ms": statistics.median(times), "p95_ms": p95,
                              "target_ms": TARGET_MS, "status": status})  # fmt: skip
+        db.dispose()
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -154,7 +177,9 @@ def main() -> None:
         print(dump("stats_query", rows, []))
     else:
         print(f"{n} runs inserted in {fill_s:.1f} s (bulk)")
-        print_table(rows, ["method", "p50_ms", "p95_ms", "target_ms", "status"])
+        print_table(
+            rows, ["method", "cold_ms", "cold_max_ms", "p50_ms", "p95_ms", "target_ms", "status"]
+        )
     sys.exit(0)
 
 

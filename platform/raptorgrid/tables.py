@@ -88,6 +88,8 @@ class Campaign(Base):
     n_succeeded: Mapped[int] = mapped_column(Integer, default=0)
     n_failed: Mapped[int] = mapped_column(Integer, default=0)
     n_cancelled: Mapped[int] = mapped_column(Integer, default=0)
+    stats_version: Mapped[int] = mapped_column(Integer, default=0)
+    """Bumped by every change to the campaign's statistics: the stats cache's key (0005)."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     owner: Mapped[str | None] = mapped_column(String(100), nullable=True, index=True)

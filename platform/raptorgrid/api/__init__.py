@@ -18,6 +18,7 @@ from raptorgrid.api.routes import campaigns, cases, health, runs, solvers, traje
 from raptorgrid.api.routes import stats as results_stats
 from raptorgrid.celery_app import create_celery
 from raptorgrid.db import Database
+from raptorgrid.repository.stats_cache import StatsCache
 from raptorgrid.settings import Settings, get_settings
 
 
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.db = Database.from_settings(settings)
+    app.state.stats_cache = StatsCache()
     app.state.celery = create_celery(settings)
     errors.install(app)
     # results first: its /campaigns/{id}/stats supersedes the older one in campaigns

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from raptorgrid.auth import Principal, verify_token
 from raptorgrid.db import Database
+from raptorgrid.repository.stats_cache import StatsCache
 from raptorgrid.settings import Settings
 
 
@@ -27,6 +28,10 @@ def get_celery(request: Request) -> Celery:
     return request.app.state.celery
 
 
+def get_stats_cache(request: Request) -> StatsCache:
+    return request.app.state.stats_cache
+
+
 def get_session(db: Annotated[Database, Depends(get_db)]) -> Iterator[Session]:
     with db.read() as session:
         yield session
@@ -36,6 +41,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 DatabaseDep = Annotated[Database, Depends(get_db)]
 CeleryDep = Annotated[Celery, Depends(get_celery)]
 SessionDep = Annotated[Session, Depends(get_session)]
+StatsCacheDep = Annotated[StatsCache, Depends(get_stats_cache)]
 
 
 _bearer = HTTPBearer(auto_error=False, description="an API token: `raptorgrid token create`")

@@ -5,6 +5,7 @@ and never commit, so one request or one worker step is one transaction.
 """
 
 from raptorgrid.repository.campaigns import (
+    bump_stats_version,
     cancel_campaign,
     create_campaign,
     delete_campaign,
@@ -35,6 +36,7 @@ __all__ = [
     "MethodSummary",
     "Requeue",
     "RunInputs",
+    "bump_stats_version",
     "cancel_campaign",
     "claim_run",
     "create_campaign",

@@ -143,7 +143,10 @@ def record_final(
     failed: int = 0,
     cancelled: int = 0,
 ) -> bool:
-    """Add finished runs to the campaign's totals; True when this call finished the campaign."""
+    """Add finished runs to the campaign's totals; True when this call finished the campaign.
+
+    Every run that reaches a final status passes here in its own transaction, so this also
+    bumps the campaign's ``stats_version`` (the stats cache's key; ``bump_stats_version``)."""
     session.execute(
         update(Campaign)
         .where(Campaign.id == campaign_id)
@@ -151,6 +154,7 @@ def record_final(
             n_succeeded=Campaign.n_succeeded + succeeded,
             n_failed=Campaign.n_failed + failed,
             n_cancelled=Campaign.n_cancelled + cancelled,
+            stats_version=Campaign.stats_version + 1,
         )
         .execution_options(**_NO_SYNC)
     )
@@ -172,6 +176,18 @@ def record_final(
         .execution_options(**_NO_SYNC)
     )
     return flipped.rowcount == 1
+
+
+def bump_stats_version(*, session: Session, campaign_id: int) -> None:
+    """Invalidate the campaign's cached statistics (``raptorgrid.repository.stats_cache``):
+    call in the transaction of any change to a run's final status or metrics that does not
+    pass through ``record_final`` (scoring)."""
+    session.execute(
+        update(Campaign)
+        .where(Campaign.id == campaign_id)
+        .values(stats_version=Campaign.stats_version + 1)
+        .execution_options(**_NO_SYNC)
+    )
 
 
 def cancel_campaign(*, session: Session, campaign_id: int, now: datetime) -> bool:

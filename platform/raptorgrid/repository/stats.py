@@ -2,8 +2,9 @@
 accuracy-runtime Pareto front and the contingency ranking.
 
 Everything is one grouped query over ``runs`` (+ ``run_metrics``); percentiles are computed by
-PostgreSQL (``percentile_cont``) and, on SQLite, which has none, from one sorted query of the
-page's runtimes. Definitions (docs/results.md):
+PostgreSQL (``percentile_cont``) and, on SQLite, which has none, from one query of the
+configurations' runtimes. The API serves ``config_stats`` through ``stats_cache.StatsCache``
+(keyed by ``campaigns.stats_version``). Definitions (docs/results.md):
 
 * a configuration is *qualified* when every run of it succeeded and was scored qualified
   against its scenario's reference (the paper: meets all thresholds on every instance);
@@ -20,7 +21,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Float, and_, case, cast, func, or_, select
+from sqlalchemy import Float, and_, case, cast, func, or_, select, text
 from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.orm import Session
 
@@ -30,6 +31,9 @@ from solvers.status import RunStatus
 SUBJECT = "raptor"
 """The method whose speedups Table I reports."""
 RUNTIME_BASIS = "median solve_seconds over the configuration's runs (compile excluded)"
+SORT_MEMORY = "32MB"
+"""PostgreSQL ``work_mem`` for the stats query's transaction: the sort of 100,000 joined runs
+by configuration then stays in memory instead of spilling ~10 MB to disk."""
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,10 @@ class Filters:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConfigStats:
-    """One method configuration (method + options) over the filtered runs."""
+    """One method configuration (method + options) over the filtered runs (frozen: cached
+    instances are shared between requests)."""
 
     method: str
     config: str
@@ -121,13 +126,16 @@ def config_stats(
     limit: int | None = None,
     offset: int = 0,
 ) -> tuple[list[ConfigStats], int]:
-    """One page of per-configuration statistics (in order of first run) and the total."""
+    """One page of per-configuration statistics (in order of first run) and the total (every
+    configuration when ``limit`` is None: then the total is the number returned)."""
     ok = RunStatus.SUCCEEDED.value
     where = filters.conditions(campaign_id)
-    keys = (Run.method, Run.config_label, Run.is_reference)
     pg = _is_postgres(session)
+    keys = (_bytewise(Run.method, pg), _bytewise(Run.config_label, pg), Run.is_reference)
     columns = [
-        *keys,
+        keys[0].label("method"),
+        keys[1].label("config_label"),
+        Run.is_reference,
         func.count(Run.id).label("runs"),
         func.sum(case((Run.status == ok, 1), else_=0)).label("succeeded"),
         func.sum(case((Run.status == RunStatus.FAILED.value, 1), else_=0)).label("failed"),
@@ -145,12 +153,14 @@ def config_stats(
         func.max(RunMetrics.kcl_max).label("max_kcl"),
     ]
     if pg:
-        # one sort per column: both runtime quantiles from one ordered-set aggregate
+        # one sort of the joined rows by configuration, then one sort per configuration and
+        # column: both runtime quantiles from one ordered-set aggregate
         columns += [
             _percentile(RunMetrics.runtime_seconds, array([0.5, 0.95])).label("runtime_q"),
             _percentile(RunMetrics.solve_seconds, 0.5).label("median_solve_s"),
         ]
-    grouped = (
+        session.execute(text(f"SET LOCAL work_mem = '{SORT_MEMORY}'"))
+    query = (
         select(*columns)
         .select_from(Run)
         .outerjoin(RunMetrics, RunMetrics.run_id == Run.id)
@@ -158,45 +168,54 @@ def config_stats(
         .group_by(*keys)
         .order_by(func.min(Run.id))
     )
-    total = session.execute(
-        select(func.count()).select_from(select(*keys).where(*where).group_by(*keys).subquery())
-    ).scalar_one()
+    total = None
     if limit is not None:
-        grouped = grouped.limit(limit).offset(offset)
-    rows = [dict(r._mapping) for r in session.execute(grouped)]
+        query = query.limit(limit).offset(offset)
+        total = session.execute(
+            select(func.count()).select_from(select(*keys).where(*where).group_by(*keys).subquery())
+        ).scalar_one()
+    rows = [dict(r._mapping) for r in session.execute(query)]
     for r in rows:
         if "runtime_q" in r:
             r["median_runtime_s"], r["p95_runtime_s"] = r.pop("runtime_q") or (None, None)
     if not pg and rows:
         _fill_percentiles(session, rows, where)
-    out = []
-    for r in rows:
-        runs = int(r["runs"])
-        out.append(
-            ConfigStats(
-                method=r["method"],
-                config=r["config_label"],
-                is_reference=bool(r["is_reference"]),
-                runs=runs,
-                succeeded=int(r["succeeded"] or 0),
-                failed=int(r["failed"] or 0),
-                success_rate=(int(r["succeeded"] or 0) / runs) if runs else 0.0,
-                median_runtime_s=_float(r["median_runtime_s"]),
-                p95_runtime_s=_float(r["p95_runtime_s"]),
-                median_solve_s=_float(r["median_solve_s"]),
-                mean_accepted=_float(r["mean_accepted"]),
-                min_accepted=r["min_accepted"],
-                max_accepted=r["max_accepted"],
-                mean_rejected=_float(r["mean_rejected"]),
-                mean_newton_iterations=_float(r["mean_newton_iterations"]),
-                scored=int(r["scored"] or 0),
-                qualified_runs=int(r["qualified_runs"] or 0),
-                max_state_error=_float(r["max_state_error"]),
-                max_voltage_mae=_float(r["max_voltage_mae"]),
-                max_kcl=_float(r["max_kcl"]),
-            )
-        )
-    return out, int(total)
+    out = [_config(r) for r in rows]
+    return out, len(out) if total is None else int(total)
+
+
+def _bytewise(column: Any, pg: bool) -> Any:
+    """PostgreSQL: ``column`` in the "C" collation, so the sort that groups runs by
+    configuration compares bytes (and uses abbreviated keys) instead of calling the locale's
+    ``strcoll``; the groups are the same (both collations are deterministic) and the output
+    order is by first run."""
+    return column.collate("C") if pg else column
+
+
+def _config(r: dict[str, Any]) -> ConfigStats:
+    runs = int(r["runs"])
+    return ConfigStats(
+        method=r["method"],
+        config=r["config_label"],
+        is_reference=bool(r["is_reference"]),
+        runs=runs,
+        succeeded=int(r["succeeded"] or 0),
+        failed=int(r["failed"] or 0),
+        success_rate=(int(r["succeeded"] or 0) / runs) if runs else 0.0,
+        median_runtime_s=_float(r["median_runtime_s"]),
+        p95_runtime_s=_float(r["p95_runtime_s"]),
+        median_solve_s=_float(r["median_solve_s"]),
+        mean_accepted=_float(r["mean_accepted"]),
+        min_accepted=r["min_accepted"],
+        max_accepted=r["max_accepted"],
+        mean_rejected=_float(r["mean_rejected"]),
+        mean_newton_iterations=_float(r["mean_newton_iterations"]),
+        scored=int(r["scored"] or 0),
+        qualified_runs=int(r["qualified_runs"] or 0),
+        max_state_error=_float(r["max_state_error"]),
+        max_voltage_mae=_float(r["max_voltage_mae"]),
+        max_kcl=_float(r["max_kcl"]),
+    )
 
 
 def _float(value: Any) -> float | None:
@@ -329,31 +348,26 @@ def contingency_ranking(
     limit: int = 100,
     offset: int = 0,
 ) -> tuple[list[dict[str, Any]], int]:
-    """Scenarios by severity (worst first) with their stability indicators, and the total."""
+    """Scenarios by severity (worst first) with their stability indicators, and the total;
+    failed runs are counted for the page's scenarios only."""
     where = [ScenarioIndicators.campaign_id == campaign_id]
     if kind is not None:
         where.append(or_(ScenarioRow.label.like(f"{kind}:%"), ScenarioRow.label.like(f"{kind}#%")))
-    base = (
+    joined = ScenarioRow.id == ScenarioIndicators.scenario_id
+    count = select(func.count()).select_from(ScenarioIndicators)
+    if kind is not None:
+        count = count.join(ScenarioRow, joined)
+    total = session.execute(count.where(*where)).scalar_one()
+    page = session.execute(
         select(ScenarioIndicators, ScenarioRow)
-        .join(ScenarioRow, ScenarioRow.id == ScenarioIndicators.scenario_id)
+        .join(ScenarioRow, joined)
         .where(*where)
-    )
-    total = session.execute(select(func.count()).select_from(base.subquery())).scalar_one()
-    failed = (
-        select(func.count(Run.id))
-        .where(
-            Run.scenario_id == ScenarioRow.id,
-            Run.status == RunStatus.FAILED.value,
-            Run.is_reference.is_(False),
-        )
-        .scalar_subquery()
-    )
-    rows = session.execute(
-        base.add_columns(failed.label("failed_runs"))
         .order_by(cast(ScenarioIndicators.severity, Float).desc(), ScenarioRow.index)
         .limit(limit)
         .offset(offset)
     ).all()
+    failed = _failed_runs(session, [scenario.id for _, scenario in page])
+    rows = [(ind, scenario, failed.get(scenario.id, 0)) for ind, scenario in page]
     out = []
     for rank, (ind, scenario, n_failed) in enumerate(rows, start=offset + 1):
         out.append(
@@ -377,6 +391,22 @@ def contingency_ranking(
             }
         )
     return out, int(total)
+
+
+def _failed_runs(session: Session, scenario_ids: list[int]) -> dict[int, int]:
+    """Failed non-reference runs per scenario, for the given scenarios (one grouped query)."""
+    if not scenario_ids:
+        return {}
+    rows = session.execute(
+        select(Run.scenario_id, func.count(Run.id))
+        .where(
+            Run.scenario_id.in_(scenario_ids),
+            Run.status == RunStatus.FAILED.value,
+            Run.is_reference.is_(False),
+        )
+        .group_by(Run.scenario_id)
+    ).all()
+    return {scenario_id: int(n) for scenario_id, n in rows}
 
 
 def failures(

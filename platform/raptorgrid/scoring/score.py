@@ -24,6 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from raptorgrid.db import Database
+from raptorgrid.repository.campaigns import bump_stats_version
 from raptorgrid.scoring.indicators import stability_indicators
 from raptorgrid.spec import Thresholds
 from raptorgrid.tables import Campaign, Run, RunMetrics, ScenarioIndicators, utcnow
@@ -98,6 +99,23 @@ def _write_score(
         .execution_options(**_NO_SYNC)
     )
     return changed.rowcount == 1
+
+
+def write_scores(
+    session: Session,
+    *,
+    campaign_id: int,
+    scores: list[tuple[int, Accuracy]],
+    thresholds: Thresholds,
+    now: datetime,
+) -> list[int]:
+    """Write the scores of runs not scored yet; returns those written. Bumps the campaign's
+    ``stats_version`` in the same transaction when any was, so cached statistics never
+    outlive the errors they were computed from."""
+    written = [rid for rid, acc in scores if _write_score(session, rid, acc, thresholds, now)]
+    if written:
+        bump_stats_version(session=session, campaign_id=campaign_id)
+    return written
 
 
 def _write_indicators(
@@ -185,9 +203,9 @@ def score_finished_run(*, db: Database, zarr_root: Path, run_id: int) -> ScoreOu
         values = stability_indicators(ds, f_hz=_f_hz(campaign.network)).as_dict()
     now = utcnow()
     with db.write() as session:
-        for rid, acc in scores:
-            if _write_score(session, rid, acc, thresholds, now):
-                outcome.scored.append(rid)
+        outcome.scored += write_scores(
+            session, campaign_id=campaign.id, scores=scores, thresholds=thresholds, now=now
+        )
         if values is not None and _write_indicators(
             session,
             scenario_id=run.scenario_id,
