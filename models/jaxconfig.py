@@ -1,5 +1,29 @@
-"""Enable float64 in JAX before any array is created (every numerical module imports this)."""
+"""Process-wide numerical configuration, applied before any array is created (every numerical
+module imports this).
 
-import jax
+* float64 in JAX.
+* One BLAS/LAPACK thread per process by default (``RAPTORGRID_BLAS_THREADS`` overrides). A
+  worker runs on one CPU, and the factorizations here are small (n ~ 10-1000): OpenBLAS's
+  threads only contend with the other workers. Measured on the 2-core development machine with
+  a second job running, ten 103 x 103 complex LUs took 230 ms with OpenBLAS's default threads
+  and 1.7 ms with one (``benchmarks/blas_threads.py``). JAX's CPU LAPACK calls go through
+  SciPy's OpenBLAS, so the limit covers them too. The environment variables cover libraries
+  loaded later; ``threadpoolctl`` covers the ones already loaded.
+"""
+
+import os
+
+BLAS_THREADS = int(os.environ.get("RAPTORGRID_BLAS_THREADS", "1"))
+"""BLAS/LAPACK threads per process (0 keeps the libraries' own default)."""
+
+if BLAS_THREADS > 0:
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, str(BLAS_THREADS))
+
+import jax  # noqa: E402
+import scipy.linalg  # noqa: E402, F401  (load SciPy's LAPACK so the limit below reaches it)
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+if BLAS_THREADS > 0:
+    threadpool_limits(limits=BLAS_THREADS, user_api="blas")
