@@ -25,12 +25,12 @@ import numpy as np  # noqa: E402
 
 from benchmarks.common import machine  # noqa: E402
 from models.disturbances import BusFault  # noqa: E402
-from models.kernels import as_device_params, kernels_for  # noqa: E402
+from models.kernels import SAMPLE_BATCH, as_device_params, kernels_for  # noqa: E402
 from models.library import build_system  # noqa: E402
 from models.scenarios import make_scenario  # noqa: E402
 from solvers import solve  # noqa: E402
 from solvers.raptor.basis import build_banks  # noqa: E402
-from solvers.raptor.interval import compiled_attempt, make_stages  # noqa: E402
+from solvers.raptor.interval import compiled_attempt, compiled_dense, make_stages  # noqa: E402
 from solvers.raptor.options import RaptorOptions  # noqa: E402
 from solvers.raptor.runner import _attempt_args, spectral_radius  # noqa: E402
 
@@ -65,8 +65,12 @@ def profile(system_name: str, reps: int) -> dict:
     p = as_device_params(params)
     f_k = np.asarray(kernels.f(x_k, z_k, p))
     banks = build_banks(
-        options.n_rbf, options.n_colloc, options.seed, tuple(options.a_max_levels),
-        options.draws, options.continuation,
+        options.n_rbf,
+        options.n_colloc,
+        options.seed,
+        tuple(options.a_max_levels),
+        options.draws,
+        options.continuation,
     )
     device_banks = {name: jnp.asarray(v) for name, v in banks.stacked.items()}
     bank = {name: v[0] for name, v in device_banks.items()}
@@ -79,37 +83,68 @@ def profile(system_name: str, reps: int) -> dict:
     a0 = np.asarray(kernels.ode_jacobian(x_k, z_k, p))
     stages = make_stages(system)
     factorize = jax.jit(stages.factorize)
-    chord, filt = factorize(h, bank["lam"], a0)
+    slot_lam = bank["lam"][bank["slot_owner"]]
+    chord, filt = factorize(h, slot_lam, a0)
+    factorize_algebraic = jax.jit(stages.factorize_algebraic)
+    g_lu = factorize_algebraic(x_k, z_k, p)
     initial_guess = jax.jit(stages.initial_guess)
-    y0, _ = initial_guess(x_k, z_k, f_k, h, p, filt, bank, w_prev, 0.0, 1.0)
-    zc0 = jnp.broadcast_to(z_k, (options.n_colloc, system.n_z))
+    y0, zc0, _ = initial_guess(x_k, z_k, f_k, h, p, filt, g_lu, bank, w_prev, 0.0, 1.0)
     chord_update = jax.jit(stages.chord_update)
     indicator = jax.jit(stages.indicator)
     args = _attempt_args(x_k, z_k, f_k, h, p, a0, device_banks, 0, w_prev, 0.0, options)
     attempt, _ = compiled_attempt(system, args, options.max_newton)
     out = attempt(*args)
     iterations = int(out["newton_iterations"])
-    dense_x = np.repeat(x_k[None, :], 10, axis=0)
+    banks_set = build_banks(
+        options.n_rbf,
+        options.n_colloc,
+        options.seed,
+        tuple(options.a_max_levels),
+        options.draws,
+        options.continuation,
+    )
+    rows = banks_set.bank(0, 0).value_rows(np.linspace(0.05, 0.95, 10))
+    out = jax.device_get(out)
+    pad = SAMPLE_BATCH - len(rows)
+    dense_args = (
+        x_k,
+        np.concatenate([rows, np.repeat(rows[-1:], pad, 0)]),
+        out["y"],
+        np.repeat(out["zc"][-1:], SAMPLE_BATCH, 0),
+        p,
+        out["g_lu"],
+    )
+    dense, _ = compiled_dense(system, dense_args)
 
-    from solvers.reduced import ReducedODE
-    from solvers.result import Stats
-
-    ode = ReducedODE(system, kernels, params, z_k, Stats())
     parts = {
-        "factorize (M complex + 1 real LU, n_x)": timed(factorize, h, bank["lam"], a0, reps=reps),
+        "factorize (complex LU per eigenvalue pair + 1 real, n_x)": timed(
+            factorize, h, slot_lam, a0, reps=reps
+        ),
+        "g_z at the interval start, LU": timed(factorize_algebraic, x_k, z_k, p, reps=reps),
         "initial guess (predictor + fit)": timed(
-            initial_guess, x_k, z_k, f_k, h, p, filt, bank, w_prev, 0.0, 1.0, reps=reps
+            initial_guess, x_k, z_k, f_k, h, p, filt, g_lu, bank, w_prev, 0.0, 1.0, reps=reps
         ),
         "one chord iteration (z at M points, F, M solves)": timed(
-            chord_update, y0, zc0, x_k, h, p, bank, chord, reps=reps
+            chord_update, y0, zc0, x_k, h, p, g_lu, bank, chord, reps=reps
         ),
         "acceptance indicator (M checkpoints)": timed(
-            indicator, x_k, z_k, y0, zc0, h, p, filt, bank, options.rtol, options.atol,
+            indicator,
+            x_k,
+            z_k,
+            y0,
+            zc0,
+            h,
+            p,
+            filt,
+            g_lu,
+            bank,
+            options.rtol,
+            options.atol,
             reps=reps,
         ),
         "whole compiled attempt": timed(attempt, *args, reps=reps),
         "host: reduced Jacobian + eigenvalues": timed(host_jacobian, reps=reps),
-        "host: dense output, 10 samples": timed(ode.recover, dense_x, reps=reps),
+        "dense output, 10 samples (batch of 32)": timed(dense, *dense_args, reps=reps),
     }
     attempts = stats.accepted + stats.rejected
     per_attempt = stats.solve_seconds / max(attempts, 1)
@@ -142,11 +177,15 @@ def main() -> None:
         print(json.dumps({"benchmark": "raptor_profile", "machine": machine(), **out}, indent=1))
         return
     run = out["run"]
-    print(f"{out['system']}: n_x={out['n_x']} n_z={out['n_z']} N={out['N']} M={out['M']}; "
-          f"run: {run['accepted']} accepted + {run['rejected']} rejected intervals in "
-          f"{run['solve_s'] * 1e3:.1f} ms = {run['seconds_per_attempt'] * 1e3:.2f} ms/attempt")
-    print(f"interval at t={out['interval']['t_k']:.3f} s, h={out['interval']['h'] * 1e3:.1f} ms, "
-          f"{out['interval']['chord_iterations']} chord iterations")
+    print(
+        f"{out['system']}: n_x={out['n_x']} n_z={out['n_z']} N={out['N']} M={out['M']}; "
+        f"run: {run['accepted']} accepted + {run['rejected']} rejected intervals in "
+        f"{run['solve_s'] * 1e3:.1f} ms = {run['seconds_per_attempt'] * 1e3:.2f} ms/attempt"
+    )
+    print(
+        f"interval at t={out['interval']['t_k']:.3f} s, h={out['interval']['h'] * 1e3:.1f} ms, "
+        f"{out['interval']['chord_iterations']} chord iterations"
+    )
     whole = out["stages_s"]["whole compiled attempt"]
     for name, seconds in out["stages_s"].items():
         print(f"  {name:52s} {seconds * 1e6:9.1f} us  ({seconds / whole:5.2f} x attempt)")

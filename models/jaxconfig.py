@@ -4,9 +4,10 @@ module imports this).
 * float64 in JAX.
 * One BLAS/LAPACK thread per process by default (``RAPTORGRID_BLAS_THREADS`` overrides). A
   worker runs on one CPU, and the factorizations here are small (n ~ 10-1000): OpenBLAS's
-  threads only contend with the other workers. Measured on the 2-core development machine with
-  a second job running, ten 103 x 103 complex LUs took 230 ms with OpenBLAS's default threads
-  and 1.7 ms with one (``benchmarks/blas_threads.py``). JAX's CPU LAPACK calls go through
+  threads only contend with the other workers. ``benchmarks/blas_threads.py`` on the 2-core
+  development machine: ten 103 x 103 complex LUs (RAPTOR's chord matrices on ieee39) took
+  1.6-1.7 ms with one thread, 3.4 ms with OpenBLAS's default and 38 ms with the default next to
+  one busy process (24x). JAX's CPU LAPACK calls go through
   SciPy's OpenBLAS, so the limit covers them too. The environment variables cover libraries
   loaded later; ``threadpoolctl`` covers the ones already loaded.
 """

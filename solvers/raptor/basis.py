@@ -8,7 +8,10 @@ W^T = D^+ Dv (rank-aware: truncated SVD), so the stage increments Y = X - 1 x_k^
 Y = Q Dv with the M x M "stage matrix" Q = Psi D^+. The collocation equations
 Dv = h F(x_k + Y) become Y = h Q F(x_k + Y): an implicit Runge-Kutta-like system whose chord
 Jacobian I (x) I - h Q (x) A_0 decouples through the eigen-decomposition Q = T diag(lam) T^-1
-into M systems (I - h lam_j A_0) of size n_x, as Radau5 does with its stage matrix.
+into M systems (I - h lam_j A_0) of size n_x, as Radau5 does with its stage matrix. Q is real,
+so its complex eigenvalues come in conjugate pairs and (I - h conj(lam) A_0)^-1 r =
+conj((I - h lam A_0)^-1 conj(r)): only one matrix per pair (and per real eigenvalue) is
+factorized ("slots"), which halves the factorizations for the usual all-complex spectra.
 
 Shape parameters are sampled a_j ~ U[0, a_max] from a seeded generator, for a few a_max levels
 (the physics-informed range, chosen per interval from h and the fastest local time scale) and a
@@ -32,6 +35,8 @@ MAX_EIGVEC_COND = 1e5
 """Largest accepted condition number of Q's eigenvector matrix T (decoupling accuracy)."""
 STABILITY_SLACK = 1e-2
 """Accepted excess of |R(z)| over 1 on the sampled left half-plane."""
+PAIR_TOL = 1e-9
+"""Relative distance within which two eigenvalues of Q count as a conjugate pair."""
 MAX_DRAWS = 400
 """Draws tried per level before giving up (construction error, never a silent fallback)."""
 CANDIDATES_PER_DRAW = 6
@@ -80,6 +85,10 @@ class Bank:
     init_reg: np.ndarray  # (N, N): (E^T E + mu I)^-1 for the continuation-biased guess
     init_e: np.ndarray  # (2, N): E = [psi'(0); psi'(1)]
     psi_colloc: np.ndarray  # (M, N)
+    slot_owner: np.ndarray  # (S,) eigenvalue index factorized in each slot
+    slot_partner: np.ndarray  # (S,) index of its conjugate partner (= owner if real)
+    slot_of: np.ndarray  # (M,) slot whose factorization solves eigenvalue j
+    is_partner: np.ndarray  # (M,) 1 when eigenvalue j is solved by conjugating its slot's LU
 
     def consistency_error(self) -> float:
         """max over degrees k = 1..CONSISTENCY_DEGREE of |Q (k s^(k-1)) - s^k| at the collocation
@@ -94,6 +103,26 @@ class Bank:
         """Rows L(s) with x(s) - x_k = L(s) @ Y (dense output)."""
         psi, _ = gaussian_basis(np.asarray(s, dtype=float), self.a, self.centres)
         return psi @ self.d_pinv @ self.q_inv
+
+
+def conjugate_slots(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(owner, partner, slot_of, is_partner) pairing each eigenvalue with Im < 0 to its
+    conjugate; raises when the spectrum of the real matrix Q is not closed under conjugation."""
+    scale = max(float(np.max(np.abs(lam))), 1e-300)
+    owners = [j for j in range(len(lam)) if lam[j].imag >= -PAIR_TOL * scale]
+    slot_of = np.zeros(len(lam), dtype=np.int32)
+    is_partner = np.zeros(len(lam), dtype=np.int32)
+    partner = list(owners)
+    for k, j in enumerate(owners):
+        slot_of[j] = k
+    for j in range(len(lam)):
+        if lam[j].imag >= -PAIR_TOL * scale:
+            continue
+        k = int(np.argmin([abs(lam[o] - np.conj(lam[j])) for o in owners]))
+        if abs(lam[owners[k]] - np.conj(lam[j])) > PAIR_TOL * scale or partner[k] != owners[k]:
+            raise ValueError("eigenvalues of the stage matrix are not in conjugate pairs")
+        partner[k], slot_of[j], is_partner[j] = j, k, 1
+    return np.array(owners, np.int32), np.array(partner, np.int32), slot_of, is_partner
 
 
 def _stability_excess(q: np.ndarray, lam: np.ndarray, t: np.ndarray) -> float:
@@ -133,6 +162,7 @@ def draw_bank(
     _, dpsi_end = gaussian_basis(np.array([1.0]), a, centres)
     _, e = gaussian_basis(np.array([0.0, 1.0]), a, centres)
     e_pinv = np.linalg.pinv(e)
+    owner, partner, slot_of, is_partner = conjugate_slots(lam)
     return Bank(
         a=a,
         centres=centres,
@@ -149,6 +179,10 @@ def draw_bank(
         init_reg=np.linalg.inv(e.T @ e + mu * np.eye(n_rbf)),
         init_e=e,
         psi_colloc=psi,
+        slot_owner=owner,
+        slot_partner=partner,
+        slot_of=slot_of,
+        is_partner=is_partner,
     )
 
 
@@ -182,7 +216,12 @@ STACKED_FIELDS = (
     "psi_colloc",
     "d_pinv",
     "q_inv",
+    "slot_of",
+    "is_partner",
 )
+SLOT_FIELDS = ("slot_owner", "slot_partner")
+"""Per-slot fields, padded to the largest slot count of the set (a padded slot repeats slot 0:
+one wasted factorization, never a wrong one)."""
 
 
 @functools.cache
@@ -208,8 +247,11 @@ def build_banks(
                 f"a_max={a_max:g} after {MAX_DRAWS} tries: lower a_max or change N/M"
             )
         levels.append(tuple(kept))
-    stacked = {
-        name: np.stack([getattr(b, name) for level in levels for b in level])
-        for name in STACKED_FIELDS
-    }
+    flat = [b for level in levels for b in level]
+    stacked = {name: np.stack([getattr(b, name) for b in flat]) for name in STACKED_FIELDS}
+    n_slots = max(len(b.slot_owner) for b in flat)
+    for name in SLOT_FIELDS:
+        stacked[name] = np.stack(
+            [np.pad(getattr(b, name), (0, n_slots - len(b.slot_owner)), mode="edge") for b in flat]
+        )
     return BankSet(tuple(a_max_levels), tuple(levels), stacked)

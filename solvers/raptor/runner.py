@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from models.dae import DAESystem, Scenario
-from models.kernels import as_device_params, kernels_for
-from solvers.raptor.basis import BankSet, build_banks
+from models.kernels import SAMPLE_BATCH, as_device_params, kernels_for
+from solvers.raptor.basis import BankSet, build_banks, collocation_points
 from solvers.raptor.control import PIController, starting_interval
-from solvers.raptor.interval import STATUS_CONVERGED, compiled_attempt
+from solvers.raptor.interval import STATUS_CONVERGED, compiled_attempt, compiled_dense
 from solvers.raptor.options import RaptorOptions
 from solvers.reduced import ALGEBRAIC_TOL, AlgebraicSolveError, NonFiniteError, ReducedODE
 from solvers.result import SolveResult, Stats
@@ -29,9 +29,12 @@ from solvers.trajectory import TrajectoryBuilder, check_state, failure_message, 
 
 STRETCH = 1.1
 """If the remaining time to the segment end is below STRETCH * h, take it exactly (RPNN rule)."""
-DENSE_EIG_LIMIT = 400
-"""Up to this n_x the spectral radius comes from a dense eigenvalue solve, above by power
-iteration."""
+POWER_STEPS = 32
+"""Block power-iteration steps of ``spectral_radius``: the estimate rho * c^(1/k) is within
+~25 % for start-vector weights c in [1e-3, 1e3], ample for choosing a shape-parameter level
+(levels are a decade of h * rho apart)."""
+POWER_BLOCK = 4
+"""Random start vectors of the block power iteration."""
 
 
 class _Failure(Exception):
@@ -47,22 +50,31 @@ class _Context:
     banks: BankSet
     device_banks: dict
     attempt: object
+    dense: object
     stats: Stats
     builder: TrajectoryBuilder
     progress: object
 
 
 def spectral_radius(a0: np.ndarray) -> float:
-    """Largest |eigenvalue| of A_0 (1/s): the fastest local time scale is 1/rho."""
-    if a0.shape[0] <= DENSE_EIG_LIMIT:
-        return float(np.max(np.abs(np.linalg.eigvals(a0)))) if a0.size else 0.0
-    v = np.random.default_rng(0).standard_normal(a0.shape[0])
-    rho = 0.0
-    for _ in range(30):
-        w = a0 @ v
-        rho = float(np.linalg.norm(w))
-        v = w / max(rho, 1e-300)
-    return rho
+    """Estimate of the largest |eigenvalue| of A_0 (1/s; the fastest local time scale is
+    1/rho) by Gelfand's formula rho = lim |A^k V|^(1/k) on a seeded block of start vectors,
+    renormalized every step: O(k n^2) instead of a dense O(n^3) eigenvalue solve (2.7 ms at
+    n = 103, 88 ms at n = 499), and robust to complex dominant pairs, where the plain power
+    iteration's ratio oscillates."""
+    if a0.size == 0:
+        return 0.0
+    v = np.random.default_rng(0).standard_normal((a0.shape[0], POWER_BLOCK))
+    v /= np.linalg.norm(v)
+    log_growth = 0.0
+    for _ in range(POWER_STEPS):
+        v = a0 @ v
+        norm = float(np.linalg.norm(v))
+        if not np.isfinite(norm) or norm == 0.0:
+            return 0.0 if norm == 0.0 else float("inf")
+        log_growth += np.log(norm)
+        v /= norm
+    return float(np.exp(log_growth / POWER_STEPS))
 
 
 def level_for(h_rho: float, thresholds: tuple[float, ...]) -> int:
@@ -105,9 +117,18 @@ def run_raptor(
         options,
     )
     attempt, attempt_compile = compiled_attempt(system, example, options.max_newton)
-    stats.compile_seconds = compile_seconds + attempt_compile
+    dense_example = (
+        x,
+        np.zeros((SAMPLE_BATCH, options.n_colloc)),
+        np.zeros((options.n_colloc, x.size)),
+        np.zeros((SAMPLE_BATCH, z.size)),
+        example[4],
+        jax.device_get(jax.scipy.linalg.lu_factor(np.eye(z.size))),
+    )
+    dense, dense_compile = compiled_dense(system, dense_example)
+    stats.compile_seconds = compile_seconds + attempt_compile + dense_compile
     builder = TrajectoryBuilder(system, scenario, scenario.evaluation_grid())
-    ctx = _Context(system, options, banks, device_banks, attempt, stats, builder, progress)
+    ctx = _Context(system, options, banks, device_banks, attempt, dense, stats, builder, progress)
     start = time.perf_counter()
     status, reason, message = RunStatus.SUCCEEDED, None, ""
     try:
@@ -233,7 +254,7 @@ def _integrate_segment(
         iterations = int(out["newton_iterations"])
         stats.newton_iterations += iterations
         stats.algebraic_iterations += int(out["alg_iterations"])
-        stats.lu_factorizations += opts.n_colloc + 1
+        stats.lu_factorizations += ctx.banks.stacked["slot_owner"].shape[1] + 2  # + filter, g_z
         stats.rhs_evaluations += opts.n_colloc * (iterations + 2) + 1
         ok = int(out["status"]) == STATUS_CONVERGED and float(out["g_end"]) <= ALGEBRAIC_TOL
         if not ok:
@@ -251,8 +272,7 @@ def _integrate_segment(
             draw += 1
             continue
         # accepted
-        y = np.asarray(out["y"])
-        _dense_samples(ctx, ode, t, h, x, y, level, draw, last=is_last and t + h >= t_end)
+        _dense_samples(ctx, ode, t, h, x, out, level, draw, last=is_last and t + h >= t_end)
         x, z, f_k = np.asarray(out["x_end"]), np.asarray(out["z_end"]), np.asarray(out["f_end"])
         t = t_end if t_end - (t + h) <= 1e-14 * max(1.0, abs(t_end)) else t + h
         stats.accepted += 1
@@ -282,19 +302,44 @@ def _dense_samples(
     t_k: float,
     h: float,
     x_k: np.ndarray,
-    y: np.ndarray,
+    out: dict,
     level: int,
     draw: int,
     *,
     last: bool,
 ) -> None:
     """x from the interval's own representation at the grid points in [t_k, t_k + h) (closed
-    when ``last``); z recovered from g = 0 at each (no integration, no other nonlinear solve)."""
+    when ``last``); z recovered from g = 0 at each, warm-started from the nearest collocation
+    point's z with the attempt's factorized g_z (no integration, no other nonlinear solve).
+    Samples whose residual stays above tolerance go through the robust solve."""
     builder = ctx.builder
     idx = builder.sample_indices(t_k, t_k + h, last)
     if len(idx) == 0:
         return
     s = np.clip((builder.t_eval[idx] - t_k) / h, 0.0, 1.0)
-    xs = x_k[None, :] + ctx.banks.bank(level, draw).value_rows(s) @ y
-    zs, ys = ode.recover(xs)
-    builder.x_eval[idx], builder.z_eval[idx], builder.y_eval[idx] = xs, zs, ys
+    rows = ctx.banks.bank(level, draw).value_rows(s)
+    s_colloc = np.concatenate([[0.0], collocation_points(ctx.options.n_colloc)])
+    z_nodes = np.concatenate([ode.z[None, :], out["zc"]])
+    nearest = np.abs(s[:, None] - s_colloc[None, :]).argmin(axis=1)
+    guesses = z_nodes[nearest]
+    for start in range(0, len(idx), SAMPLE_BATCH):
+        chunk = slice(start, min(start + SAMPLE_BATCH, len(idx)))
+        n = chunk.stop - chunk.start
+        pad = SAMPLE_BATCH - n
+        xs, zs, ys, it, residual = jax.device_get(
+            ctx.dense(
+                x_k,
+                np.concatenate([rows[chunk], np.repeat(rows[chunk][-1:], pad, 0)]),
+                out["y"],
+                np.concatenate([guesses[chunk], np.repeat(guesses[chunk][-1:], pad, 0)]),
+                ode.p,
+                out["g_lu"],
+            )
+        )
+        xs, zs, ys = xs[:n], np.array(zs[:n]), np.array(ys[:n])
+        ctx.stats.algebraic_iterations += int(np.sum(it[:n]))
+        bad = ~((residual[:n] <= ALGEBRAIC_TOL) & np.all(np.isfinite(zs), axis=1))
+        if np.any(bad):
+            zs[bad], ys[bad] = ode.recover(xs[bad])
+        where = idx[chunk]
+        builder.x_eval[where], builder.z_eval[where], builder.y_eval[where] = xs, zs, ys
