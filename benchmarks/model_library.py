@@ -91,17 +91,16 @@ def run_case(case: str, reference: str, workdir: Path) -> dict:
     if proc.returncode != 0:
         return {**row, "status": f"campaign failed (exit {proc.returncode})",
                 "detail": proc.stdout[-400:] + proc.stderr[-400:]}  # fmt: skip
-    return {**row, **_results(env)}
+    return {**row, **_results(data_dir)}
 
 
-def _results(env: dict) -> dict:
+def _results(data_dir: Path) -> dict:
     """The scored Radau run and the reference run, read from the campaign's database."""
-    os.environ["RAPTORGRID_DATA_DIR"] = env["RAPTORGRID_DATA_DIR"]
     from raptorgrid.db import Database
     from raptorgrid.repository.stats import Filters, config_stats
     from raptorgrid.settings import Settings
 
-    db = Database.from_settings(Settings())
+    db = Database.from_settings(Settings(data_dir=data_dir, database_url=""))
     try:
         with db.read() as session:  # a fresh data directory: its one campaign has id 1
             configs, _ = config_stats(

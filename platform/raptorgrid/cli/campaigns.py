@@ -51,6 +51,7 @@ def run(
     from raptorgrid.celery_app import create_celery
     from raptorgrid.db import Database
     from raptorgrid.embedded import EmbeddedWorkers, WorkersDied, wait_for_campaign
+    from raptorgrid.scoring import score_campaign
     from raptorgrid.settings import get_settings
     from raptorgrid.spec import CampaignCreate
     from raptorgrid.submission import submit_campaign
@@ -106,6 +107,9 @@ def run(
             raise fail(str(exc), EXIT_FAILED) from None
         finally:
             pool.stop()
+        # a worker stopped between committing a run and scoring it leaves that run unscored:
+        # score whatever is missing (idempotent, a no-op when the workers scored everything)
+        score_campaign(db=db, zarr_root=settings.zarr_root, campaign_id=campaign.id)
         elapsed = time.perf_counter() - started
         with db.read() as session:
             rows = [
