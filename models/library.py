@@ -24,9 +24,9 @@ def _wscc9() -> DAESystem:
 
 def _matpower(case: str, name: str) -> Callable[[], DAESystem]:
     def build() -> DAESystem:
-        from models.cases.matpower import build_matpower_case
+        from models.cases.matpower import build_matpower_case, published_generator_data
 
-        return build_matpower_case(case, name=name)
+        return build_matpower_case(case, name=name, generator_data=published_generator_data(case))
 
     return build
 
@@ -38,9 +38,16 @@ def _cascaded_line() -> DAESystem:
 
 
 _IEEE = (
-    "two-axis machines with IEEE DC1A exciters and TGOV1 governors (typical data by rating), one "
-    "3rd-order induction motor, one grid-following inverter, constant-impedance loads"
+    "two-axis machines with IEEE DC1A exciters and TGOV1 governors, one 3rd-order induction motor, "
+    "one grid-following inverter, constant-impedance loads"
 )
+_DATA = {
+    "ieee14": "published machine and AVR data of Kodsi & Canizares 2003 (PSAT d_014_dyn), typical "
+    "TGOV1",
+    "ieee39": "published machine data of Athay et al. 1979 / Pai 1989, typical DC1A and TGOV1",
+    "ieee57": "typical data by rating",
+    "ieee118": "typical data by rating",
+}
 
 NETWORKS: dict[str, NetworkEntry] = {
     "wscc9": NetworkEntry(
@@ -51,7 +58,9 @@ NETWORKS: dict[str, NetworkEntry] = {
     ),
     **{
         name: NetworkEntry(
-            name, f"IEEE {n}-bus system (MATPOWER {case}): {_IEEE}", _matpower(case, name)
+            name,
+            f"IEEE {n}-bus system (MATPOWER {case}): {_IEEE} ({_DATA[name]})",
+            _matpower(case, name),
         )
         for name, case, n in (
             ("ieee14", "case14", 14),

@@ -191,6 +191,55 @@ def test_published_generator_data_override(tiny):
         build_matpower_case(tiny, generator_data=own)
 
 
+def test_published_data_bases_and_rule_fallbacks(tiny):
+    """``machine_base_mva`` converts the machine block, ``mva`` (default: the rule's rating) the
+    governor; a missing exciter or governor takes the rule's typical one."""
+    typical = build_matpower_case(tiny)
+    machine = {"H": 30.0, "D": 0.0, "Rs": 0.0, "xd": 0.3, "xd_p": 0.06, "xq": 0.28}
+    machine.update(xq_p=0.1, Td0_p=6.0, Tq0_p=1.0)
+    own = {"source": "test", "generators": [{"name": "gen2", "machine_base_mva": 100.0}]}
+    own["generators"][0]["machine"] = machine
+    system = build_matpower_case(tiny, generator_data=own)
+    p, q = system.params, typical.params
+    assert system.info["generator_mva"]["gen2"] == typical.info["generator_mva"]["gen2"]
+    assert (p["H"][1], p["xd_p"][1]) == (30.0, 0.06)  # 100 MVA data: no conversion
+    for key in ("gov_R", "gov_T3", "exc_KA", "exc_TE"):
+        assert p[key][1] == pytest.approx(q[key][1]), key
+    own["generators"][0].update(mva=400.0, machine_base_mva=200.0)
+    system = build_matpower_case(tiny, generator_data=own)
+    assert system.params["H"][1] == pytest.approx(60.0)
+    assert system.params["gov_R"][1] == pytest.approx(0.05 / 4.0)
+    own["generators"][0]["exciter"] = {"model": "sexs", "K": 50.0}
+    with pytest.raises(ValueError, match="model 'ieee_dc1a'"):
+        build_matpower_case(tiny, generator_data=own)
+
+
+def test_published_data_of_the_library_cases():
+    """ieee39: Athay / Pai machine data on 100 MVA (unit 1 = bus 39, H = 500 s), typical exciters
+    and governors; ieee14: Kodsi & Canizares machines on their ratings with their AVRs."""
+    from models.cases.matpower import published_generator_data
+
+    assert published_generator_data("case57") is None
+    s39 = build_system("ieee39")
+    assert set(s39.info["generator_class"].values()) == {"published"}
+    assert "Athay" in s39.info["sources"]
+    k39, k30 = s39.names["generator"].index("gen39"), s39.names["generator"].index("gen30")
+    p = s39.params
+    assert (p["H"][k39], p["xd_p"][k39], p["Td0_p"][k39]) == (500.0, 0.006, 7.0)
+    assert p["xq_p"][k30] == p["xq"][k30] == 0.069  # published T'q0 = 0: no q-axis circuit
+    assert np.all(p["D"] == 0.0) and np.all(p["exc_KA"] == 20.0)
+    assert p["gov_R"][k39] == pytest.approx(0.05 * 100.0 / s39.info["generator_mva"]["gen39"])
+    s14 = build_system("ieee14")
+    assert s14.info["generator_mva"] == {
+        "gen1": 615.0, "gen2": 60.0, "gen3": 60.0, "gen6": 25.0, "gen8": 25.0,
+    }  # fmt: skip
+    q = s14.params
+    assert q["H"][0] == pytest.approx(5.148 * 6.15) and q["xd"][0] == pytest.approx(0.8979 / 6.15)
+    np.testing.assert_allclose(q["exc_KA"], [200.0, 20.0, 20.0, 20.0, 20.0])
+    np.testing.assert_allclose(q["exc_TE"], [0.2, 1.98, 1.98, 0.7, 0.7])
+    np.testing.assert_allclose(q["D"], 2.0 * np.array([6.15, 0.6, 0.6, 0.25, 0.25]))
+
+
 def test_disturbances_as_data():
     system = build_system("ieee14")
     adapter = TypeAdapter(Disturbance)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import jax
 import jax.numpy as jnp
@@ -59,9 +59,14 @@ def newton_z(g, x, z, p, max_iter: int = 20, tol: float = 1e-14) -> np.ndarray:
     return np.asarray(z_new)
 
 
-def checked_equilibrium(f, g, x0, z_pf, params: dict) -> tuple[np.ndarray, float, float]:
+def checked_equilibrium(
+    f, g, x0, z_pf, params: dict, setpoints: Callable[[np.ndarray], dict] | None = None
+) -> tuple[np.ndarray, float, float]:
     """Polish z at x0 from the power-flow point and check |f|, |g| <= INIT_TOL.
 
+    ``setpoints(z0)``, if given, returns parameters recomputed from the polished z0 (e.g. AVR
+    references from the polished terminal voltages: a regulator with KA / TA = 1e4 1/s turns the
+    power flow's ~1e-11 pu voltage tolerance into |f| ~ 1e-7); ``params`` is updated in place.
     Returns (z0, max |f|, max |g|); raises ``RuntimeError`` when the model does not reproduce the
     power flow or the point is not an equilibrium.
     """
@@ -72,6 +77,9 @@ def checked_equilibrium(f, g, x0, z_pf, params: dict) -> tuple[np.ndarray, float
             f"the network model does not reproduce the power flow (|g| = {g_pf:.2e})"
         )
     z0 = newton_z(g, x0, z_pf, p_dev)
+    if setpoints is not None:
+        params.update(setpoints(z0))
+        p_dev = {k: jnp.asarray(v) for k, v in params.items()}
     f_res = float(np.max(np.abs(np.asarray(jax.jit(f)(x0, z0, p_dev)))))
     g_res = float(np.max(np.abs(np.asarray(jax.jit(g)(x0, z0, p_dev)))))
     if not (f_res <= INIT_TOL and g_res <= INIT_TOL):

@@ -9,7 +9,9 @@ Devices (pure functions in ``models.components``, each with its initialization t
 * every generator: two-axis machine (``synchronous_two_axis``) + exciter (IEEE DC1A by default, or
   SEXS: ``CaseConfig.exciter``) + TGOV1 governor (``governor_tgov1``), data on the machine rating
   converted to the system base; machine data by the rating rule of ``models.cases.typical_data``
-  unless ``generator_data`` gives a machine's own values;
+  unless ``generator_data`` gives a machine's own values (``published_generator_data(case)``: the
+  published data of case14 and case39, ``models/data/ieee{14,39}_dynamic.json``, which the model
+  library passes by default);
 * induction motors (``induction_motor``, 3rd order) and grid-following inverters
   (``inverter_gfl``): by default one of each, at the two load buses without a generator that carry
   the largest active load (motor at the largest); the motor serves ``motor_share`` of that bus's
@@ -34,6 +36,7 @@ generators ``gen{bus}`` (``_2``, ...), motors ``mot{bus}``, inverters ``inv{bus}
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -76,6 +79,7 @@ MACHINE_IMPEDANCES = ("Rs", "xd", "xd_p", "xd_pp", "xq", "xq_p", "xq_pp")
 MOTOR_IMPEDANCES = ("rs", "xs", "xm", "rr", "xr")
 INVERTER_IMPEDANCES = ("kp_c", "ki_c", "Lf", "Rf")
 """Inverter fields that are impedances (V/A), scaled by S_base / S_inv."""
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 PERTURBATION = {"delta": 0.05, "omega": 1e-3, "s": 1e-3}
 """Typical initial-state perturbation per state kind (rad, pu, pu); all other states 0."""
 
@@ -126,32 +130,38 @@ def _generator_params(
     names = _gen_names(pf)
     own = _own_generator_data(generator_data, names, exciter, validate)
     s_gen = np.abs(pf.gen_p + 1j * pf.gen_q) * pf.base_mva
-    ratings, classes, machines, exciters, governors = [], [], [], [], []
+    ratings, data_bases, classes, machines, exciters, governors = [], [], [], [], [], []
     for k, name in enumerate(names):
         entry = own.get(name)
+        rule_rating = td.machine_rating(rule, s_gen[k])
         if entry is not None:
-            rating, cls = entry["mva"], "published"
-            machine, exc_data, gov_data = entry["machine"], entry["exciter"], entry["governor"]
+            rating = rule_rating if entry["mva"] is None else entry["mva"]
+            base = rating if entry["machine_base_mva"] is None else entry["machine_base_mva"]
+            cls, machine = "published", entry["machine"]
+            exc_data = entry["exciter"] or rule["exciters"][exciter]
+            gov_data = entry["governor"] or rule["governor"]
         else:
-            rating = td.machine_rating(rule, s_gen[k])
+            rating = base = rule_rating
             klass = td.machine_class(rule, rating)
             cls = klass["class"]
             machine = validate(f"typical data, machine class {cls!r}", klass["raw_machine"])
             exc_data, gov_data = rule["exciters"][exciter], rule["governor"]
         ratings.append(rating)
+        data_bases.append(base)
         classes.append(cls)
         machines.append(machine)
         exciters.append(exc_data)
         governors.append(gov_data)
     mva = np.asarray(ratings, dtype=np.float64)
     to_sys = pf.base_mva / mva
+    machine_to_sys = pf.base_mva / np.asarray(data_bases, dtype=np.float64)
     params: dict[str, np.ndarray] = {}
     for key in module.PARAMS:
         values = np.array([m[key] for m in machines], dtype=np.float64)
         if key in MACHINE_IMPEDANCES:
-            values = values * to_sys
+            values = values * machine_to_sys
         elif key in ("H", "D"):
-            values = values / to_sys
+            values = values / machine_to_sys
         params[key] = values
     for key in EXCITERS[exciter].PARAMS:
         params[f"exc_{key}"] = np.array([e[key] for e in exciters], dtype=np.float64)
@@ -168,8 +178,11 @@ def _generator_params(
 def _own_generator_data(
     data: Mapping | None, names: tuple[str, ...], exciter: str, validate=sm.validate_two_axis
 ) -> dict:
-    """Validated per-generator data ``{"generators": [{"name", "mva", "machine", "exciter",
-    "governor"}]}`` (machine base), keyed by generator name; unknown names raise ``KeyError``."""
+    """Validated per-generator data ``{"source", "generators": [{"name", "mva", "machine_base_mva",
+    "machine", "exciter", "governor"}]}``, keyed by generator name; unknown names raise
+    ``KeyError``. ``machine`` is on ``machine_base_mva`` (default: ``mva``); ``mva`` is the
+    machine rating, the base of the governor data (default: the rule's rating); a missing
+    ``exciter`` or ``governor`` takes the rule's typical one."""
     if data is None:
         return {}
     if not str(data.get("source", "")).strip():
@@ -180,19 +193,50 @@ def _own_generator_data(
         if name not in names:
             raise KeyError(f"generator data entry {k}: unknown generator {name!r}; valid: {names}")
         device = f"generator {name}"
-        machine, exc_data = entry.get("machine", {}), entry.get("exciter", {})
-        if not isinstance(exc_data, Mapping) or exc_data.get("model") != exciter:
+        if name in out:
+            raise ValueError(f"{device}: listed twice")
+        bases = {}
+        for field_name in ("mva", "machine_base_mva"):
+            if field_name in entry:
+                value = number(device, entry, field_name)
+                if not value > 0:
+                    raise ValueError(f"{device}: field {field_name!r} must be > 0, got {value!r}")
+                bases[field_name] = value
+        exc_data = entry.get("exciter")
+        if exc_data is not None and (
+            not isinstance(exc_data, Mapping) or exc_data.get("model") != exciter
+        ):
             raise ValueError(f"{device}: field 'exciter' must have model {exciter!r}")
-        mva = number(device, entry, "mva")
-        if not mva > 0:
-            raise ValueError(f"{device}: field 'mva' must be > 0, got {mva!r}")
+        gov_data = entry.get("governor")
         out[name] = {
-            "mva": mva,
-            "machine": validate(f"{device}, machine", machine),
-            "exciter": td.EXCITER_VALIDATORS[exciter](f"{device}, exciter", exc_data),
-            "governor": gov.validate_tgov1(f"{device}, governor", entry.get("governor", {})),
+            "mva": bases.get("mva"),
+            "machine_base_mva": bases.get("machine_base_mva"),
+            "machine": validate(f"{device}, machine", entry.get("machine", {})),
+            "exciter": None
+            if exc_data is None
+            else td.EXCITER_VALIDATORS[exciter](f"{device}, exciter", exc_data),
+            "governor": None
+            if gov_data is None
+            else gov.validate_tgov1(f"{device}, governor", gov_data),
         }
     return out
+
+
+PUBLISHED_DATA = {
+    "case14": DATA_DIR / "ieee14_dynamic.json",
+    "case39": DATA_DIR / "ieee39_dynamic.json",
+}
+"""Cases with published dynamic data (``generator_data`` files); the others use the rule."""
+
+
+def published_generator_data(case: str) -> dict | None:
+    """The published ``generator_data`` document of a ``pandapower.networks`` case (JSON), or
+    ``None`` where none is published (its machines then follow the rule by rating)."""
+    path = PUBLISHED_DATA.get(case)
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
 
 
 def _device_buses(pf: PowerFlowCase, config: CaseConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -349,8 +393,8 @@ def build_matpower_case(
     # --- generator initialization twins (Sauer & Pai §7.6), exciters, governors ---------------
     v_gen = v[gen_bus]
     m0 = init_machine(v_gen, pf.gen_p + 1j * pf.gen_q, params)
-    e0 = exc.init_dc1a if config.exciter == "ieee_dc1a" else exc.init_sexs
-    e0 = e0(m0["Efd"], np.abs(v_gen), _views(params, "exc_", exc.PARAMS))
+    e_init = exc.init_dc1a if config.exciter == "ieee_dc1a" else exc.init_sexs
+    e0 = e_init(m0["Efd"], np.abs(v_gen), _views(params, "exc_", exc.PARAMS))
     g0 = gov.init_tgov1(m0["tm"])
     params["vref"], params["pref"] = e0["vref"], g0["pref"]
     gen_states = mach.STATES + exc.STATES + gov.STATES
@@ -490,7 +534,13 @@ def build_matpower_case(
         )
 
     params = {k: np.asarray(val, dtype=np.float64) for k, val in params.items()}
-    z0, f_res, g_res = checked_equilibrium(f, g, x0, z_pf, params)
+
+    def avr_references(z):
+        """AVR references from the polished terminal voltages (exciter states unchanged)."""
+        vt = np.hypot(z[:n_bus], z[n_bus : 2 * n_bus])[gen_bus]
+        return {"vref": e_init(m0["Efd"], vt, _views(params, "exc_", exc.PARAMS))["vref"]}
+
+    z0, f_res, g_res = checked_equilibrium(f, g, x0, z_pf, params, setpoints=avr_references)
 
     # --- names ------------------------------------------------------------------------------------
     bus_names = tuple(f"bus{int(b)}" for b in pf.bus_numbers)
@@ -562,7 +612,12 @@ def build_matpower_case(
             "generator_class": dict(zip(gen_names, devices.gen_class, strict=True)),
             "sources": (
                 f"network and operating point: {src.name} via pandapower (MATPOWER branch order); "
-                f"dynamic data by rule: {rule['source']}"
+                + (
+                    f"published dynamic data: {generator_data['source']}; "
+                    if generator_data is not None
+                    else ""
+                )
+                + f"dynamic data by rule: {rule['source']}"
             ),
             "init_max_abs_f": f_res,
             "init_max_abs_g": g_res,
