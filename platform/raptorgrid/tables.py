@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -146,6 +148,22 @@ class ScenarioRow(Base):
     label: Mapped[str] = mapped_column(String(200))
 
 
+def _in_order(column: str) -> Index:
+    """A configuration's measured runs in order of ``column`` (ties by id), for the totals'
+    percentile pivots (0006)."""
+    return Index(
+        f"ix_runs_config_{column.removeprefix('metric_')}",
+        "campaign_id",
+        "method",
+        "config_label",
+        "is_reference",
+        column,
+        "id",
+        postgresql_where=text(f"{column} IS NOT NULL"),
+        sqlite_where=text(f"{column} IS NOT NULL"),
+    )
+
+
 class Run(Base):
     """One scenario solved by one method configuration; claimed by a worker with a lease."""
 
@@ -154,6 +172,8 @@ class Run(Base):
         Index(None, "campaign_id", "status"),
         Index(None, "status", "lease_until"),
         Index(None, "campaign_id", "method", "config_label"),
+        _in_order("metric_runtime_seconds"),
+        _in_order("metric_solve_seconds"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -180,6 +200,11 @@ class Run(Base):
     enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    metric_runtime_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """``run_metrics.runtime_seconds``, written with it by ``finish_run`` (0006): the
+    configuration's runs in runtime order are then one index range of this table."""
+    metric_solve_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """``run_metrics.solve_seconds``, likewise (0006)."""
 
 
 class RunMetrics(Base):
@@ -210,6 +235,50 @@ class RunMetrics(Base):
     """All accuracy thresholds met; NULL until scored (0004)."""
     scored_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     """When scoring wrote the error columns: set once, by a conditional UPDATE (0004)."""
+
+
+class ConfigTotals(Base):
+    """Running totals of one method configuration of a campaign over all its runs, kept by
+    the write path under the campaign row lock (``repository.totals``, 0006): created with
+    the campaign, added to when a run reaches its final status (``record_final``) and when it
+    is scored (``write_scores``). The unfiltered statistics read these rows instead of
+    aggregating the runs.
+
+    Each percentile is kept as a pivot: the (value, run id) at rank floor(q (measured - 1)) of
+    the configuration's measured runs ordered by (value, id); the next value is one step of
+    ``ix_runs_config_*`` away, and every added run moves the pivot by at most one step."""
+
+    __tablename__ = "config_totals"
+
+    campaign_id: Mapped[int] = mapped_column(
+        ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True
+    )
+    method: Mapped[str] = mapped_column(String(64), primary_key=True)
+    config_label: Mapped[str] = mapped_column(String(400), primary_key=True)
+    is_reference: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    first_run: Mapped[int] = mapped_column(Integer)
+    runs: Mapped[int] = mapped_column(Integer)
+    succeeded: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    failed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    measured: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Runs with a metrics row (final, every metrics column set)."""
+    sum_accepted: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    min_accepted: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_accepted: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    sum_rejected: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    sum_newton_iterations: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    scored: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    qualified_runs: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Runs that succeeded and were scored qualified."""
+    max_state_error: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_voltage_mae: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_kcl: Mapped[float | None] = mapped_column(Float, nullable=True)
+    runtime_p50: Mapped[float | None] = mapped_column(Float, nullable=True)
+    runtime_p50_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    runtime_p95: Mapped[float | None] = mapped_column(Float, nullable=True)
+    runtime_p95_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    solve_p50: Mapped[float | None] = mapped_column(Float, nullable=True)
+    solve_p50_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ScenarioIndicators(Base):

@@ -13,8 +13,16 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from raptorgrid.repository import totals
 from raptorgrid.spec import CampaignCreate, Expansion
-from raptorgrid.tables import Campaign, CampaignStatus, Run, RunMetrics, ScenarioRow
+from raptorgrid.tables import (
+    Campaign,
+    CampaignStatus,
+    ConfigTotals,
+    Run,
+    RunMetrics,
+    ScenarioRow,
+)
 from solvers.status import FailureReason, RunStatus
 
 _NO_SYNC = {"synchronize_session": False}
@@ -93,6 +101,7 @@ def create_campaign(
     run_ids = list(
         session.scalars(select(Run.id).where(Run.campaign_id == campaign.id).order_by(Run.id))
     )
+    totals.create(session=session, campaign_id=campaign.id)
     return campaign, run_ids
 
 
@@ -107,12 +116,12 @@ def find_by_idempotency_key(*, session: Session, owner: str, key: str) -> Campai
 
 
 def delete_campaign(*, session: Session, campaign_id: int) -> bool:
-    """Delete a campaign that is not running, with its scenarios, runs and metrics."""
+    """Delete a campaign that is not running, with its scenarios, runs, metrics and totals."""
     runs = select(Run.id).where(Run.campaign_id == campaign_id).scalar_subquery()
     session.execute(
         delete(RunMetrics).where(RunMetrics.run_id.in_(runs)).execution_options(**_NO_SYNC)
     )
-    for table in (Run, ScenarioRow):  # explicit: SQLite may run without foreign keys
+    for table in (ConfigTotals, Run, ScenarioRow):  # explicit: SQLite may run without FKs
         session.execute(
             delete(table).where(table.campaign_id == campaign_id).execution_options(**_NO_SYNC)
         )
@@ -142,11 +151,15 @@ def record_final(
     succeeded: int = 0,
     failed: int = 0,
     cancelled: int = 0,
+    run_ids: list[int] | None = None,
 ) -> bool:
     """Add finished runs to the campaign's totals; True when this call finished the campaign.
 
     Every run that reaches a final status passes here in its own transaction, so this also
-    bumps the campaign's ``stats_version`` (the stats cache's key; ``bump_stats_version``)."""
+    bumps the campaign's ``stats_version`` (the stats cache's key; ``bump_stats_version``) and,
+    with the campaign row locked by that UPDATE, adds ``run_ids`` (the finished runs, their
+    status and metrics written) to the per-configuration totals (``totals.add_final``).
+    Cancelled runs that never ran (no metrics) add nothing there and may be left out."""
     session.execute(
         update(Campaign)
         .where(Campaign.id == campaign_id)
@@ -158,6 +171,8 @@ def record_final(
         )
         .execution_options(**_NO_SYNC)
     )
+    if run_ids:
+        totals.add_final(session=session, run_ids=run_ids)
     remaining, status = session.execute(
         select(
             Campaign.n_runs - Campaign.n_succeeded - Campaign.n_failed - Campaign.n_cancelled,

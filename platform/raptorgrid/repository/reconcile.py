@@ -58,7 +58,9 @@ def requeue_expired(*, session: Session, now: datetime, max_attempts: int) -> Re
             ).rowcount
             if changed:
                 outcome.failed.append(run_id)
-                if record_final(session=session, campaign_id=campaign_id, now=now, failed=1):
+                if record_final(
+                    session=session, campaign_id=campaign_id, now=now, failed=1, run_ids=[run_id]
+                ):
                     outcome.finished_campaigns.append(campaign_id)
         else:
             changed = session.execute(

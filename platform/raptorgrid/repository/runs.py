@@ -215,7 +215,8 @@ def finish_run(
     metrics: dict[str, Any] | None = None,
 ) -> FinishOutcome:
     """Record the final status of attempt ``attempt`` (ignored when a later attempt owns the
-    run), its metrics, and the campaign totals; says whether this finished the campaign."""
+    run), its metrics (with the run's copies of its runtime and solve time, 0006), and the
+    campaign totals; says whether this finished the campaign."""
     if not status.is_final:
         raise ValueError(f"finish_run needs a final status, not {status.value!r}")
     finished = session.execute(
@@ -229,6 +230,8 @@ def finish_run(
             zarr_group=zarr_group,
             lease_until=None,
             finished_at=now,
+            metric_runtime_seconds=None if metrics is None else metrics.get("runtime_seconds"),
+            metric_solve_seconds=None if metrics is None else metrics.get("solve_seconds"),
         )
         .execution_options(**_NO_SYNC)
     )
@@ -247,5 +250,6 @@ def finish_run(
         succeeded=int(status is RunStatus.SUCCEEDED),
         failed=int(status is RunStatus.FAILED),
         cancelled=int(status is RunStatus.CANCELLED),
+        run_ids=[run_id],
     )
     return FinishOutcome(recorded=True, campaign_id=campaign_id, campaign_finished=done)

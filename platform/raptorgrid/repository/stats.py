@@ -1,10 +1,16 @@
 """Campaign statistics from SQL aggregates: per method configuration, the paper's Table I, the
 accuracy-runtime Pareto front and the contingency ranking.
 
-Everything is one grouped query over ``runs`` (+ ``run_metrics``); percentiles are computed by
-PostgreSQL (``percentile_cont``) and, on SQLite, which has none, from one query of the
-configurations' runtimes. The API serves ``config_stats`` through ``stats_cache.StatsCache``
-(keyed by ``campaigns.stats_version``). Definitions (docs/results.md):
+Without a kind or status filter (the whole campaign, one method, with or without the
+references), the per-configuration statistics are read from ``config_totals`` (one row per
+configuration, kept by the write path: ``repository.totals``) and, for each percentile, the run
+after its pivot (one step of an index): no aggregate over the runs. Filtered views, and
+campaigns without totals rows, are one grouped query over ``runs`` (+ ``run_metrics``);
+percentiles are computed by PostgreSQL (``percentile_cont``) and, on SQLite, which has none,
+from one query of the configurations' runtimes. Both give the same values (the totals path
+interpolates as ``percentile_cont`` does). The API serves ``config_stats`` through
+``stats_cache.StatsCache`` (keyed by ``campaigns.stats_version``). Definitions
+(docs/results.md):
 
 * a configuration is *qualified* when every run of it succeeded and was scored qualified
   against its scenario's reference (the paper: meets all thresholds on every instance);
@@ -17,15 +23,17 @@ configurations' runtimes. The API serves ``config_stats`` through ``stats_cache.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Float, and_, case, cast, func, or_, select, text
+from sqlalchemy import Float, Numeric, and_, case, cast, func, or_, select, text, tuple_
 from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.orm import Session
 
-from raptorgrid.tables import Run, RunMetrics, ScenarioIndicators, ScenarioRow
+from raptorgrid.repository import totals
+from raptorgrid.tables import ConfigTotals, Run, RunMetrics, ScenarioIndicators, ScenarioRow
 from solvers.status import RunStatus
 
 SUBJECT = "raptor"
@@ -128,6 +136,123 @@ def config_stats(
 ) -> tuple[list[ConfigStats], int]:
     """One page of per-configuration statistics (in order of first run) and the total (every
     configuration when ``limit`` is None: then the total is the number returned)."""
+    if filters.kind is None and filters.status is None:
+        rows = _from_totals(session, campaign_id, filters)
+        if rows is not None:
+            page = rows[offset:] if limit is None else rows[offset : offset + limit]
+            return [_config(r) for r in page], len(rows)
+    return _aggregated(
+        session=session, campaign_id=campaign_id, filters=filters, limit=limit, offset=offset
+    )
+
+
+PERCENTILE_FIELDS = {
+    "median_runtime_s": "runtime_p50",
+    "p95_runtime_s": "runtime_p95",
+    "median_solve_s": "solve_p50",
+}
+"""``ConfigStats`` field -> the ``config_totals`` pivot it is interpolated from."""
+
+
+def _from_totals(
+    session: Session, campaign_id: int, filters: Filters
+) -> list[dict[str, Any]] | None:
+    """Every configuration of the view from ``config_totals``, in order of first run; None
+    when the campaign has no totals rows."""
+    t = ConfigTotals
+    pg = _is_postgres(session)
+
+    def mean(total: Any) -> Any:  # as avg(): numeric division on PostgreSQL, float on SQLite
+        return cast(total, Numeric if pg else Float) / func.nullif(t.measured, 0)
+
+    def after(name: str, column: str) -> Any:
+        """The value after the pivot in the configuration's (value, id) order."""
+        col = getattr(Run, column)
+        pivot = tuple_(getattr(t, name), getattr(t, f"{name}_run"))
+        return (
+            select(col)
+            .where(
+                Run.campaign_id == t.campaign_id,
+                Run.method == t.method,
+                Run.config_label == t.config_label,
+                Run.is_reference == t.is_reference,
+                col.is_not(None),
+                tuple_(col, Run.id) > pivot,
+            )
+            .order_by(col, Run.id)
+            .limit(1)
+            .scalar_subquery()
+        )
+
+    query = (
+        select(
+            t.method,
+            t.config_label,
+            t.is_reference,
+            t.runs,
+            t.succeeded,
+            t.failed,
+            mean(t.sum_accepted).label("mean_accepted"),
+            t.min_accepted,
+            t.max_accepted,
+            mean(t.sum_rejected).label("mean_rejected"),
+            mean(t.sum_newton_iterations).label("mean_newton_iterations"),
+            t.scored,
+            t.qualified_runs,
+            t.max_state_error,
+            t.max_voltage_mae,
+            t.max_kcl,
+            t.measured,
+            *(getattr(t, name) for name in totals.PIVOTS),
+            *(
+                after(name, column).label(f"{name}_next")
+                for name, (column, _) in totals.PIVOTS.items()
+            ),
+        )
+        .where(t.campaign_id == campaign_id)
+        .order_by(t.first_run)
+    )
+    rows = [dict(r._mapping) for r in session.execute(query)]
+    if not rows:
+        return None
+    rows = [
+        r
+        for r in rows
+        if (filters.include_reference or not r["is_reference"])
+        and (filters.method is None or r["method"] == filters.method)
+    ]
+    try:
+        for r in rows:
+            for field, name in PERCENTILE_FIELDS.items():
+                q = totals.PIVOTS[name][1]
+                r[field] = _interpolate(q, r["measured"], r[name], r[f"{name}_next"])
+    except LookupError:  # totals out of step with the runs (a bulk load that did not call
+        return None  # ``totals.rebuild``): aggregate the runs instead
+    return rows
+
+
+def _interpolate(q: float, n: int, lo: float | None, following: float | None) -> float | None:
+    """``percentile_cont(q)`` of ``n`` values from the one at rank floor(q (n - 1)) and the
+    one after it, with PostgreSQL's float operations (so the same result)."""
+    if not n or lo is None:
+        return None
+    pos, k = q * (n - 1), totals.rank(q, n)
+    if math.ceil(pos) == k:
+        return float(lo)
+    if following is None:
+        raise LookupError("no run after the pivot")
+    return lo + (pos - k) * (following - lo)
+
+
+def _aggregated(
+    *,
+    session: Session,
+    campaign_id: int,
+    filters: Filters,
+    limit: int | None,
+    offset: int,
+) -> tuple[list[ConfigStats], int]:
+    """``config_stats`` by aggregating the view's runs (one grouped query)."""
     ok = RunStatus.SUCCEEDED.value
     where = filters.conditions(campaign_id)
     pg = _is_postgres(session)

@@ -7,6 +7,9 @@ what ``stats.config_stats`` reports for a view this cache serves:
   ``cancel_campaign`` and the reconciler when it gives up on a run);
 * scoring writing a run's error columns and verdict (``scoring.score.write_scores``).
 
+The per-configuration totals that a miss reads for the unfiltered views
+(``repository.totals``, 0006) are written at the same two points, in the same transactions.
+
 Claims and requeues only move runs between ``queued`` and ``running``: that changes no count,
 metric or error of any view except those filtered to ``status=queued|running``, which are
 therefore never cached (``cacheable``). A run's metrics are written once, when it reaches its

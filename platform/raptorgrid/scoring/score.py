@@ -24,6 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from raptorgrid.db import Database
+from raptorgrid.repository import totals
 from raptorgrid.repository.campaigns import bump_stats_version
 from raptorgrid.scoring.indicators import stability_indicators
 from raptorgrid.spec import Thresholds
@@ -111,10 +112,12 @@ def write_scores(
 ) -> list[int]:
     """Write the scores of runs not scored yet; returns those written. Bumps the campaign's
     ``stats_version`` in the same transaction when any was, so cached statistics never
-    outlive the errors they were computed from."""
+    outlive the errors they were computed from, and then (campaign row locked) adds the
+    scores to the per-configuration totals."""
     written = [rid for rid, acc in scores if _write_score(session, rid, acc, thresholds, now)]
     if written:
         bump_stats_version(session=session, campaign_id=campaign_id)
+        totals.add_scores(session=session, run_ids=written)
     return written
 
 
