@@ -199,6 +199,37 @@ class SetpointStep(_Disturbance):
         return self.t
 
 
+class SourceSwitch(_Disturbance):
+    """Open (``close`` False, the default) or close the ideal source ``source`` at ``t``: its
+    connection parameter ``source_on`` goes to 0 (or 1). With ``load`` and ``load_scale`` the
+    conductance of that load is scaled at the same instant (the loading of the island formed);
+    ``source`` / ``load`` None mean the first of their kind."""
+
+    kind: Literal["source_switch"] = "source_switch"
+    source: str | None = None
+    t: float = Field(0.05, ge=0.0, le=3600.0)
+    close: bool = False
+    load: str | None = None
+    load_scale: float = Field(1.0, ge=0.0, le=10.0)
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        if "source_on" not in system.params or not system.names.get("source"):
+            raise KeyError(f"system {system.name!r} has no switchable source ('source_on')")
+        i = system.index_of("source", self.source) if self.source is not None else 0
+        name = system.names["source"][i]
+        changes = [ParameterChange("source_on", 1.0 if self.close else 0.0, i)]
+        label = f"source {name} {'closed' if self.close else 'opened'}"
+        if self.load is not None or self.load_scale != 1.0:
+            j = system.index_of("load", self.load) if self.load is not None else 0
+            value = float(np.asarray(system.params["load_g"]).reshape(-1)[j]) * self.load_scale
+            changes.append(ParameterChange("load_g", value, j))
+            label += f", load {system.names['load'][j]} x{self.load_scale:g}"
+        return (Event(self.t, tuple(changes), label),)
+
+    def last_time(self) -> float:
+        return self.t
+
+
 class PaperSequence(_Disturbance):
     """The RAPTOR paper's RMS disturbance sequence (Ellinas et al., §IV-C): a motor mechanical-
     torque change, then an inverter active-power-reference change, then an AVR voltage-reference
@@ -242,7 +273,14 @@ class PaperSequence(_Disturbance):
 
 
 Disturbance = Annotated[
-    NoDisturbance | BusFault | BranchTrip | LoadStep | GeneratorTrip | SetpointStep | PaperSequence,
+    NoDisturbance
+    | BusFault
+    | BranchTrip
+    | LoadStep
+    | GeneratorTrip
+    | SetpointStep
+    | SourceSwitch
+    | PaperSequence,
     Field(discriminator="kind"),
 ]
 """Any disturbance kind, told apart by its ``kind`` field."""
@@ -254,6 +292,7 @@ DISTURBANCE_KINDS = (
     "load_step",
     "generator_trip",
     "setpoint_step",
+    "source_switch",
     "paper_sequence",
     "setpoint_sequence",
 )

@@ -37,6 +37,12 @@ def _cascaded_line() -> DAESystem:
     return build_cascaded_line()
 
 
+def _emt_sm() -> DAESystem:
+    from models.cases.emt_sm import build_emt_sm
+
+    return build_emt_sm()
+
+
 _IEEE = (
     "two-axis machines with IEEE DC1A exciters and TGOV1 governors, one 3rd-order induction motor, "
     "one grid-following inverter, constant-impedance loads"
@@ -75,6 +81,13 @@ NETWORKS: dict[str, NetworkEntry] = {
         "through "
         "a chain of pi-sections; stiff benchmark with modes up to about 7 kHz",
         _cascaded_line,
+    ),
+    "emt_sm": NetworkEntry(
+        "emt_sm",
+        "EMT synchronous machine (8 differential, 11 algebraic states, dq frame): stator, field "
+        "and q-damper flux dynamics, a local resistive load and a dynamic RL line to an "
+        "infinite-bus source that is switched off at 0.05 s (source_switch)",
+        _emt_sm,
     ),
 }
 
