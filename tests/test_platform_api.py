@@ -164,3 +164,21 @@ def test_solvers_and_health(client) -> None:
     assert "radau" in names
     health = client.get("/health").json()
     assert health == {"status": "ok", "database": "ok", "version": health["version"]}
+
+
+def test_source_switch_names_the_offending_field(client, small_spec) -> None:
+    small_spec["network"] = "emt_sm"
+    small_spec["t_end"] = 0.2
+    small_spec["disturbances"] = [{"kind": "source_switch", "source": "grid", "load": "nowhere"}]
+    message = error_at(
+        client.post("/campaigns", json=small_spec), ["body", "disturbances", 0, "load"]
+    )
+    assert "nowhere" in message and "'term'" in message
+
+
+def test_source_switch_without_optional_elements_is_accepted(client, small_spec) -> None:
+    small_spec["network"] = "emt_sm"
+    small_spec["t_end"] = 0.2
+    small_spec["disturbances"] = [{"kind": "source_switch", "t": 0.05}]
+    response = client.post("/campaigns", json=small_spec)
+    assert response.status_code in (200, 201, 202), response.text

@@ -44,7 +44,7 @@ Loc = tuple[str | int, ...]
 MAX_CAMPAIGN_SAMPLES = 200_000_000
 """Largest runs x n_eval of one campaign (each sample is a row of every state and output)."""
 
-ELEMENT_FIELDS = ("bus", "branch", "generator", "load")
+ELEMENT_FIELDS = ("bus", "branch", "generator", "load", "source")
 """Fields of a disturbance that name a network element (checked against the built network)."""
 
 
@@ -214,8 +214,8 @@ class Expansion:
 
 
 def _disturbance_label(disturbance: Any) -> str:
-    fields = [getattr(disturbance, f) for f in ELEMENT_FIELDS if hasattr(disturbance, f)]
-    return ":".join([disturbance.kind, *fields])
+    fields = [getattr(disturbance, f, None) for f in ELEMENT_FIELDS]
+    return ":".join([disturbance.kind, *(str(v) for v in fields if v is not None)])
 
 
 def all_disturbances(spec: CampaignCreate) -> list[Any]:
@@ -231,6 +231,13 @@ def all_disturbances(spec: CampaignCreate) -> list[Any]:
     return out
 
 
+def _offending_field(disturbance: Any, exc: KeyError) -> str:
+    """The element field whose value the lookup error names (else the first one present)."""
+    present = [f for f in ELEMENT_FIELDS if getattr(disturbance, f, None) is not None]
+    named = [f for f in present if f"'{getattr(disturbance, f)}'" in str(exc.args[0])]
+    return (named or present or ["kind"])[0]
+
+
 def check_disturbances(spec: CampaignCreate) -> list[tuple[Loc, str]]:
     """Element names against the built network, and event times against the horizon."""
     system = build_system(spec.network)
@@ -239,8 +246,9 @@ def check_disturbances(spec: CampaignCreate) -> list[tuple[Loc, str]]:
         try:
             disturbance.events(system)
         except KeyError as exc:
-            field = next((f for f in ELEMENT_FIELDS if hasattr(disturbance, f)), "kind")
-            errors.append((("disturbances", i, field), str(exc.args[0])))
+            errors.append(
+                (("disturbances", i, _offending_field(disturbance, exc)), str(exc.args[0]))
+            )
             continue
         if disturbance.last_time() > spec.t_end:
             errors.append(
