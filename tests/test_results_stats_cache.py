@@ -168,14 +168,15 @@ def test_cache_follows_every_run_change(campaign) -> None:
     assert sum(r.runs for r in running) == 1
     with db.write() as session:
         requeue = repo.requeue_expired(session=session, now=utcnow(), max_attempts=3)
-    assert requeue.requeued == [other[0]]
+    # the database is shared by the session's tests: other campaigns' expired runs may be there
+    assert [r for r in requeue.requeued if r in run_ids] == [other[0]]
     assert probe.check()[Filters(status="running")] == []
 
     # the reconciler gives up on a run (record_final: failed)
     claim(db, other[1], now=utcnow() - timedelta(seconds=2 * LEASE), max_attempts=1)
     with db.write() as session:
         requeue = repo.requeue_expired(session=session, now=utcnow(), max_attempts=1)
-    assert requeue.failed == [other[1]]
+    assert [r for r in requeue.failed if r in run_ids] == [other[1]]
     assert sum(r.failed for r in probe.check()[Filters()]) == 1
 
     # cancellation: the queued runs become cancelled
