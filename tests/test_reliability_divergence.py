@@ -37,8 +37,13 @@ class IncludingWorker(WorkerProcess):
         with open(log_path, "wb") as sink, warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
             self.process = subprocess.Popen(
-                command, env=env, stdin=subprocess.DEVNULL, stdout=sink,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
             )
 
 
@@ -66,8 +71,13 @@ def test_divergence_and_nan_are_results_then_the_worker_serves(
             ]
             good = client.post(
                 "/campaigns",
-                json={"name": "good", "network": "wscc9", "t_end": 0.5, "n_eval": 11,
-                      "methods": [{"method": "radau"}]},
+                json={
+                    "name": "good",
+                    "network": "wscc9",
+                    "t_end": 0.5,
+                    "n_eval": 11,
+                    "methods": [{"method": "radau"}],
+                },
             ).json()["id"]
             for campaign_id in [*ids, good]:
 

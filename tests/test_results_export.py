@@ -36,7 +36,9 @@ def test_export_writes_the_table_and_the_stacked_dataset(
     campaign_id, run_ids = finished_campaign
     with sqlite_db.read() as session:
         paths = export_campaign(
-            session=session, zarr_root=sqlite_settings.zarr_root, campaign_id=campaign_id,
+            session=session,
+            zarr_root=sqlite_settings.zarr_root,
+            campaign_id=campaign_id,
             out_dir=tmp_path,
         )
     table = pd.read_csv(paths.csv)

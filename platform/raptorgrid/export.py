@@ -24,7 +24,12 @@ from raptorgrid.zarr_store import open_run
 
 METRIC_COLUMNS = (
     *STATS_COLUMNS,
-    "runtime_seconds", "n_points", "final_time", "state_error", "voltage_mae", "kcl_max",
+    "runtime_seconds",
+    "n_points",
+    "final_time",
+    "state_error",
+    "voltage_mae",
+    "kcl_max",
 )
 
 
