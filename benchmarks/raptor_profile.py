@@ -102,15 +102,7 @@ def profile(system_name: str, reps: int) -> dict:
     attempt, _ = compiled_attempt(system, args, options.max_newton)
     out = attempt(*args)
     iterations = int(out["newton_iterations"])
-    banks_set = build_banks(
-        options.n_rbf,
-        options.n_colloc,
-        options.seed,
-        tuple(options.a_max_levels),
-        options.draws,
-        options.continuation,
-    )
-    rows = banks_set.bank(0, 0).value_rows(np.linspace(0.05, 0.95, 10))
+    rows = banks.bank(0, 0).value_rows(np.linspace(0.05, 0.95, 10))
     out = jax.device_get(out)
     pad = SAMPLE_BATCH - len(rows)
     dense_args = (
