@@ -92,23 +92,15 @@ def _least(a: Any, b: Any) -> Any:
     return min(a, b)
 
 
-def _runs_of(key: Key) -> list[Any]:
+def _matching(table: Any, key: Key) -> list[Any]:
+    """Conditions selecting ``key``'s rows of ``table`` (``Run`` or ``ConfigTotals``: both carry
+    the four key columns)."""
     campaign_id, method, config_label, is_reference = key
     return [
-        Run.campaign_id == campaign_id,
-        Run.method == method,
-        Run.config_label == config_label,
-        Run.is_reference == is_reference,
-    ]
-
-
-def _totals_of(key: Key) -> list[Any]:
-    campaign_id, method, config_label, is_reference = key
-    return [
-        ConfigTotals.campaign_id == campaign_id,
-        ConfigTotals.method == method,
-        ConfigTotals.config_label == config_label,
-        ConfigTotals.is_reference == is_reference,
+        table.campaign_id == campaign_id,
+        table.method == method,
+        table.config_label == config_label,
+        table.is_reference == is_reference,
     ]
 
 
@@ -124,7 +116,7 @@ def _step(
     skipping ``pending`` runs (in the index, not yet in the totals)."""
     col = getattr(Run, column)
     at = tuple_(literal(pivot[0], Float), literal(pivot[1]))
-    where = [*_runs_of(key), col.is_not(None)]
+    where = [*_matching(Run, key), col.is_not(None)]
     if pending:
         where.append(Run.id.not_in(pending))
     if forward:
@@ -163,7 +155,10 @@ def _moved(
 def _write(session: Session, key: Key, values: dict[str, Any]) -> None:
     values = {k: v for k, v in values.items() if k not in KEY_COLUMNS}
     session.execute(
-        update(ConfigTotals).where(*_totals_of(key)).values(**values).execution_options(**_NO_SYNC)
+        update(ConfigTotals)
+        .where(*_matching(ConfigTotals, key))
+        .values(**values)
+        .execution_options(**_NO_SYNC)
     )
 
 
@@ -373,7 +368,7 @@ def fill_pivots(*, session: Session, campaign_id: int) -> None:
             col = getattr(Run, column)
             value, run_id = session.execute(
                 select(col, Run.id)
-                .where(*_runs_of(key), col.is_not(None))
+                .where(*_matching(Run, key), col.is_not(None))
                 .order_by(col, Run.id)
                 .limit(1)
                 .offset(rank(q, n))
