@@ -23,6 +23,10 @@ class _Disturbance(BaseModel):
     def last_time(self) -> float:
         return 0.0
 
+    def initial_offsets(self, system: DAESystem) -> tuple[tuple[int, float], ...]:
+        """(state index, offset) pairs applied to the initial state (none by default)."""
+        return ()
+
 
 class NoDisturbance(_Disturbance):
     """No event: the run checks that the initial point stays an equilibrium."""
@@ -272,6 +276,101 @@ class PaperSequence(_Disturbance):
         return max(self.t_motor, self.t_inverter, self.t_avr)
 
 
+class InputStep(_Disturbance):
+    """Step the exogenous input ``input`` (a name in ``DAESystem.names['input']``, e.g.
+    ``inv.P_ref`` or ``grid.E`` of the dq networks) at ``t``: set it to ``value``, add ``delta``
+    or multiply it by ``scale`` (exactly one; ``delta`` and ``scale`` act on the case's initial
+    value, also inside a sequence)."""
+
+    kind: Literal["input_step"] = "input_step"
+    input: str
+    t: float = Field(0.1, ge=0.0, le=3600.0)
+    value: float | None = Field(None, ge=-100.0, le=100.0)
+    delta: float | None = Field(None, ge=-100.0, le=100.0)
+    scale: float | None = Field(None, ge=-10.0, le=10.0)
+
+    @model_validator(mode="after")
+    def _check(self) -> InputStep:
+        given = [n for n in ("value", "delta", "scale") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of 'value', 'delta' and 'scale' (got {given})")
+        return self
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        if "u_exo" not in system.params or not system.names.get("input"):
+            raise KeyError(f"system {system.name!r} has no exogenous inputs ('input')")
+        i = system.index_of("input", self.input)
+        old = float(np.asarray(system.params["u_exo"])[i])
+        if self.value is not None:
+            new, how = self.value, f"= {self.value:g}"
+        elif self.delta is not None:
+            new, how = old + self.delta, f"{self.delta:+g}"
+        else:
+            new, how = old * self.scale, f"x{self.scale:g}"
+        return (Event(self.t, (ParameterChange("u_exo", new, i),), f"{self.input} {how}"),)
+
+    def last_time(self) -> float:
+        return self.t
+
+
+class StateOffset(_Disturbance):
+    """Start from the equilibrium with the differential state ``state`` (a name in
+    ``DAESystem.state_names``, e.g. ``G1.omega``) offset by ``delta`` (in that state's units, pu
+    or rad); the algebraic variables are re-solved for the offset state."""
+
+    kind: Literal["state_offset"] = "state_offset"
+    state: str
+    delta: float = Field(..., ge=-10.0, le=10.0)
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        self.initial_offsets(system)  # name check
+        return ()
+
+    def initial_offsets(self, system: DAESystem) -> tuple[tuple[int, float], ...]:
+        if self.state not in system.state_names:
+            some = [n for n in system.state_names if n.split(".")[0] == self.state.split(".")[0]]
+            hint = some or list(system.state_names[:12])
+            raise KeyError(
+                f"unknown state {self.state!r} in system {system.name!r}; e.g. {hint} "
+                f"({system.n_x} states in all)"
+            )
+        return ((system.state_names.index(self.state), float(self.delta)),)
+
+
+SingleDisturbance = Annotated[
+    NoDisturbance
+    | BusFault
+    | BranchTrip
+    | LoadStep
+    | GeneratorTrip
+    | SetpointStep
+    | SourceSwitch
+    | PaperSequence
+    | InputStep
+    | StateOffset,
+    Field(discriminator="kind"),
+]
+"""Every kind except ``sequence``."""
+
+
+class DisturbanceSequence(_Disturbance):
+    """Several disturbances in one run (e.g. the EMT inverter test's two consecutive steps):
+    their events merged in time order, their initial-state offsets summed."""
+
+    kind: Literal["sequence"] = "sequence"
+    steps: list[SingleDisturbance] = Field(..., min_length=1, max_length=20)
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        events = [event for step in self.steps for event in step.events(system)]
+        return tuple(sorted(events, key=lambda e: e.time))
+
+    def last_time(self) -> float:
+        return max(step.last_time() for step in self.steps)
+
+    def initial_offsets(self, system: DAESystem) -> tuple[tuple[int, float], ...]:
+        return tuple(o for step in self.steps for o in step.initial_offsets(system))
+
+
 Disturbance = Annotated[
     NoDisturbance
     | BusFault
@@ -280,7 +379,10 @@ Disturbance = Annotated[
     | GeneratorTrip
     | SetpointStep
     | SourceSwitch
-    | PaperSequence,
+    | PaperSequence
+    | InputStep
+    | StateOffset
+    | DisturbanceSequence,
     Field(discriminator="kind"),
 ]
 """Any disturbance kind, told apart by its ``kind`` field."""
@@ -295,6 +397,9 @@ DISTURBANCE_KINDS = (
     "source_switch",
     "paper_sequence",
     "setpoint_sequence",
+    "input_step",
+    "state_offset",
+    "sequence",
 )
 
 PRESETS = ("paper_sequence", "setpoint_sequence")

@@ -43,6 +43,15 @@ def _emt_sm() -> DAESystem:
     return build_emt_sm()
 
 
+def _dq(builder: str, *args: str) -> Callable[[], DAESystem]:
+    def build() -> DAESystem:
+        from models.dq import presets
+
+        return getattr(presets, builder)(*args)
+
+    return build
+
+
 _IEEE = (
     "two-axis machines with IEEE DC1A exciters and TGOV1 governors, one 3rd-order induction motor, "
     "one grid-following inverter, constant-impedance loads"
@@ -88,6 +97,43 @@ NETWORKS: dict[str, NetworkEntry] = {
         "and q-damper flux dynamics, a local resistive load and a dynamic RL line to an "
         "infinite-bus source that is switched off at 0.05 s (source_switch)",
         _emt_sm,
+    ),
+    "emt_gfl": NetworkEntry(
+        "emt_gfl",
+        "EMT grid-following inverter (dq frame, 24 differential states): LCL filter, SRF-PLL, "
+        "P/Q and current PI loops, a local load and a dynamic line to a grid source; ten "
+        "two-step events (P_ref step at 0.5 s, grid-voltage dip at 1.2 s) over 2 s",
+        _dq("build_emt_gfl"),
+    ),
+    "dq_smib": NetworkEntry(
+        "dq_smib",
+        "single machine, infinite bus, block-interconnected dq network: full-order synchronous "
+        "machine with AVR and governor, dynamic R-L line, node capacitances",
+        _dq("build_smib"),
+    ),
+    "dq_ninebus": NetworkEntry(
+        "dq_ninebus",
+        "WSCC 9-bus block-interconnected dq network: a full-order synchronous machine, a droop "
+        "grid-forming and a grid-following inverter, dynamic lines and loads",
+        _dq("build_nine_bus"),
+    ),
+    "dq_microgrid": NetworkEntry(
+        "dq_microgrid",
+        "islanded 6-bus dq microgrid: a synchronous machine, two droop grid-forming inverters "
+        "and a grid-following inverter",
+        _dq("build_microgrid"),
+    ),
+    "dq_ieee39": NetworkEntry(
+        "dq_ieee39",
+        "IEEE 39-bus system (MATPOWER case39) in full-order dq form: generic full-order "
+        "machines with AVR and governor, dynamic R-L lines and loads, node capacitances",
+        _dq("build_ieee_dq", "case39"),
+    ),
+    "dq_ieee118": NetworkEntry(
+        "dq_ieee118",
+        "IEEE 118-bus system (MATPOWER case118) in full-order dq form: generic full-order "
+        "machines with AVR and governor, dynamic R-L lines and loads, node capacitances",
+        _dq("build_ieee_dq", "case118"),
     ),
 }
 

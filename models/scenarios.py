@@ -59,6 +59,17 @@ def make_scenario(
             f"horizon t_end = {t_end} s"
         )
     x0, z0 = perturbed_initial_state(system, ic_seed, ic_spread)
+    offsets = disturbance.initial_offsets(system)
+    if offsets:
+        x0 = x0.copy()
+        for index, delta in offsets:
+            x0[index] += delta
+        z0, _, residual = consistent_z(system, x0, z_guess=z0)
+        if not residual <= ALGEBRAIC_TOL:
+            raise ValueError(
+                f"no consistent algebraic state for the offset initial state (|g| = "
+                f"{residual:.2e}); reduce the offset"
+            )
     return Scenario(
         t_end=t_end,
         events=events,

@@ -44,7 +44,7 @@ Loc = tuple[str | int, ...]
 MAX_CAMPAIGN_SAMPLES = 200_000_000
 """Largest runs x n_eval of one campaign (each sample is a row of every state and output)."""
 
-ELEMENT_FIELDS = ("bus", "branch", "generator", "load", "source")
+ELEMENT_FIELDS = ("bus", "branch", "generator", "load", "source", "input", "state")
 """Fields of a disturbance that name a network element (checked against the built network)."""
 
 
@@ -214,6 +214,8 @@ class Expansion:
 
 
 def _disturbance_label(disturbance: Any) -> str:
+    if getattr(disturbance, "steps", None):
+        return "+".join(_disturbance_label(step) for step in disturbance.steps)
     fields = [getattr(disturbance, f, None) for f in ELEMENT_FIELDS]
     return ":".join([disturbance.kind, *(str(v) for v in fields if v is not None)])
 
@@ -243,12 +245,18 @@ def check_disturbances(spec: CampaignCreate) -> list[tuple[Loc, str]]:
     system = build_system(spec.network)
     errors: list[tuple[Loc, str]] = []
     for i, disturbance in enumerate(spec.disturbances):
-        try:
-            disturbance.events(system)
-        except KeyError as exc:
-            errors.append(
-                (("disturbances", i, _offending_field(disturbance, exc)), str(exc.args[0]))
-            )
+        parts = [((), disturbance)]
+        if getattr(disturbance, "steps", None):
+            parts = [(("steps", j), step) for j, step in enumerate(disturbance.steps)]
+        failed = False
+        for where, part in parts:
+            try:
+                part.events(system)
+            except KeyError as exc:
+                field = _offending_field(part, exc)
+                errors.append((("disturbances", i, *where, field), str(exc.args[0])))
+                failed = True
+        if failed:
             continue
         if disturbance.last_time() > spec.t_end:
             errors.append(
