@@ -19,7 +19,8 @@ Disturbances (``--severe`` for the hard ones):
   0.1-0.183 s.
 
     python benchmarks/dq_networks.py [--cases emt_sm emt_gfl dq_smib ...] [--severe]
-                                     [--no-reference] [--t-end 1.0] [--json]
+                                     [--no-reference] [--t-end 1.0] [--trapezoid-dt 1e-4]
+                                     [--json]
     python benchmarks/dq_networks.py --fine 0.001 --cases dq_ieee118   # fine trapezoid check
 """
 
@@ -72,10 +73,10 @@ def disturbance_for(case: str, system, severe: bool, t_end: float) -> dict:  # n
 def spec_for(case: str, system, args) -> dict:  # noqa: ANN001
     methods = [
         {"method": "radau", "options": RADAU},
-        {"method": "trapezoid", "options": {"dt": TRAPEZOID_DT}},
+        {"method": "trapezoid", "options": {"dt": args.trapezoid_dt}},
     ]
     if system.controller_states:
-        methods.append({"method": "trapezoid-delayed", "options": {"dt": TRAPEZOID_DT}})
+        methods.append({"method": "trapezoid-delayed", "options": {"dt": args.trapezoid_dt}})
     spec = {
         "name": f"dq networks: {case}, {args.t_end} s",
         "network": case,
@@ -184,6 +185,7 @@ def main() -> None:
     parser.add_argument("--severe", action="store_true", help="faults instead of steps")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference run")
     parser.add_argument("--t-end", type=float, default=1.0)
+    parser.add_argument("--trapezoid-dt", type=float, default=TRAPEZOID_DT)
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--fine", type=float, metavar="WINDOW", default=None,

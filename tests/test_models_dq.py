@@ -120,9 +120,8 @@ def test_seed_formulation_matches_explicit_ports():
 
 
 def test_equilibrium_fallback_from_an_offset_guess():
-    """From a guess 0.23 pu off in the reactive-current direction (seed 001's SMIB offset) and
-    from a far one, the joint solve reaches the same equilibrium; Levenberg-Marquardt takes over
-    where Newton alone fails."""
+    """From a guess 0.23 pu off in the reactive-current direction (seed 001's SMIB offset),
+    Newton and the Levenberg-Marquardt fallback both reach the same equilibrium."""
     system = build_system("dq_smib")
     names = system.state_names
     guess = system.x0.copy()
@@ -134,12 +133,7 @@ def test_equilibrium_fallback_from_an_offset_guess():
         )
         assert np.max(np.abs(eq.x - system.x0)) < 1e-9
         assert eq.report["method"] == ("lm" if force else "newton")
-    far = system.x0.copy()
-    far[names.index("G1.delta")] += 2.0
-    far[names.index("G1.psi_fd")] *= 3.0
-    eq = solve_equilibrium(system.f, system.g, far, system.z0, system.params)
-    assert eq.max_f <= 1e-8 and eq.max_g <= 1e-8
-    print("far guess:", eq.report)
+        assert eq.max_f <= 1e-8 and eq.max_g <= 1e-8
 
 
 # ------------------------------------------------------------------------------- presets

@@ -277,9 +277,8 @@ def build_dq_network(
     z_guess = np.concatenate([zc_guess, -np.asarray(residual)])  # the wired values
     eq = solve_equilibrium(net.f, net.g, x_guess, z_guess, params)
 
-    devices_by_kind = {d.name: d.kind for d in devices}
     return _system(
-        name, net, eq, params, data, nodes, devices_by_kind, reference, at_floor,
+        name, net, eq, params, data, nodes, devices, reference, at_floor,
         node_b_min, q_max, description, {**(info or {}), "floor_damping": floor_damping},
         time.perf_counter() - start,
     )  # fmt: skip
@@ -292,9 +291,9 @@ def _system(
     lay = net.layout
     out_index = {n: i for i, n in enumerate(lay.output_names)}
     bus_v = np.array([[out_index[f"{n}.v_D"], out_index[f"{n}.v_Q"]] for n in nodes])
-    dev_names = tuple(devices)
+    dev_names = tuple(d.name for d in devices)
     dev_i = np.array([[out_index[f"{d}.i_D"], out_index[f"{d}.i_Q"]] for d in dev_names])
-    node_of = {d.name: nodes[int(data.device_bus[k])] for k, d in enumerate(_specs(devices))}
+    node_of = {d.name: nodes[int(data.device_bus[k])] for k, d in enumerate(devices)}
     dev_v = np.array(
         [[out_index[f"{node_of[d]}.v_D"], out_index[f"{node_of[d]}.v_Q"]] for d in dev_names]
     )
@@ -375,7 +374,3 @@ def _system(
         description=description,
         info=info,
     )
-
-
-def _specs(devices: Mapping[str, str]):
-    return [DeviceSpec(n, k, {}) for n, k in devices.items()]

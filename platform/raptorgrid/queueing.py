@@ -29,8 +29,25 @@ def queue_depth(celery: Celery, *, queue: str) -> int:
     """Messages waiting in ``queue`` (not counting those a worker holds). Redis deletes an
     empty list, so a queue that does not exist (yet, or any more) holds 0 messages."""
     with celery.connection_for_write() as connection:
+        channel = connection.default_channel
         try:
-            declared = connection.default_channel.queue_declare(queue=queue, passive=True)
+            declared = channel.queue_declare(queue=queue, passive=True)
         except ChannelError:
             return 0
+        finally:
+            _release_sql_session(channel)
         return declared.message_count
+
+
+def _release_sql_session(channel: object) -> None:
+    """Return the embedded (``sqla+sqlite``) broker's database connection to its pool.
+
+    kombu's SQLAlchemy transport keeps one ORM session per channel and never closes it; a
+    count query leaves that session's connection checked out until the channel is garbage
+    collected. The reconciler asks for the depth every few seconds, so the transport's pool
+    (5 + 10 connections) ran dry after ~8 minutes of one long ``raptorgrid run`` (IEEE 118 dq
+    campaign: ``QueuePool limit of size 5 overflow 10 reached``). Other transports have no
+    ``_session``; nothing happens for them."""
+    session = getattr(channel, "_session", None)
+    if session is not None:
+        session.close()
