@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver, Radau
+from scipy.sparse import csc_matrix
 
 from models.dae import DAESystem, Scenario
 from models.kernels import kernels_for
@@ -41,6 +42,31 @@ SOLVER_CLASSES: dict[str, type[OdeSolver]] = {
 """Method name -> SciPy class; the implicit ones (Radau, BDF, LSODA) accept a Jacobian."""
 IMPLICIT = frozenset({"radau", "bdf", "lsoda"})
 """Methods that take ``jac``."""
+SPARSE_CAPABLE = frozenset({"radau", "bdf"})
+"""Methods whose SciPy class factorizes a sparse Jacobian with SuperLU (LSODA needs it dense)."""
+SPARSE_MIN_STATES = 150
+"""From this many states on, a Jacobian with at most ``SPARSE_MAX_DENSITY`` non-zeros is handed
+over in CSC form. The dq networks' reduced Jacobians are block-local (IEEE 118 dq: 1341 states);
+a dense complex LU of that size costs seconds, SuperLU milliseconds."""
+SPARSE_MAX_DENSITY = 0.1
+
+
+class _SparseWhenSparse:
+    """The exact Jacobian, returned as ``scipy.sparse.csc_matrix`` when the first evaluation
+    is sparse enough (SciPy picks dense or sparse LU from the first call, so the choice is made
+    once and kept)."""
+
+    def __init__(self, jacobian) -> None:  # noqa: ANN001
+        self.jacobian = jacobian
+        self.sparse: bool | None = None
+
+    def __call__(self, t: float, x: np.ndarray):  # noqa: ANN204
+        jac = self.jacobian(t, x)
+        if self.sparse is None:
+            self.sparse = np.count_nonzero(jac) <= SPARSE_MAX_DENSITY * jac.size
+        return csc_matrix(jac) if self.sparse else jac
+
+
 LSODA_ISTATE_MEANING = {
     -1: "excess work done on this call",
     -2: "excess accuracy requested (tolerances too small)",
@@ -117,7 +143,10 @@ def _segment_steps(
     exact_jacobian = method in IMPLICIT and getattr(options, "exact_jacobian", False)
     differenced = method in IMPLICIT and not exact_jacobian
     meter = WorkMeter(ode, len(x), finite_difference_jacobian=differenced)
-    kwargs = {"jac": ode.jacobian if exact_jacobian else None} if method in IMPLICIT else {}
+    jac = ode.jacobian
+    if exact_jacobian and method in SPARSE_CAPABLE and len(x) >= SPARSE_MIN_STATES:
+        jac = _SparseWhenSparse(ode.jacobian)
+    kwargs = {"jac": jac if exact_jacobian else None} if method in IMPLICIT else {}
     solver = solver_class(
         meter.rhs,
         t_start,
