@@ -19,7 +19,8 @@ Disturbances (``--severe`` for the hard ones):
   0.1-0.183 s.
 
     python benchmarks/dq_networks.py [--cases emt_sm emt_gfl dq_smib ...] [--severe]
-                                     [--no-reference] [--t-end 1.0] [--trapezoid-dt 1e-4]
+                                     [--setpoint] [--no-reference] [--t-end 1.0]
+                                     [--trapezoid-dt 1e-4]
                                      [--json]
     python benchmarks/dq_networks.py --fine 0.001 --cases dq_ieee118   # fine trapezoid check
 """
@@ -51,7 +52,9 @@ REFERENCE = {"method": "radau", "options": {"rtol": 1e-10, "atol": 1e-12}}
 THRESHOLDS = {"state_error": 1e-4, "voltage_mae": 1e-4, "kcl_max": 1e-6}
 
 
-def disturbance_for(case: str, system, severe: bool, t_end: float) -> dict:  # noqa: ANN001
+def disturbance_for(  # noqa: ANN001
+    case: str, system, severe: bool, t_end: float, setpoint: bool = False
+) -> dict:
     if case == "emt_sm":
         return {"kind": "source_switch", "t": 0.05, "load": "term",
                 "load_scale": 1.25 if severe else 1.0}  # fmt: skip
@@ -61,7 +64,7 @@ def disturbance_for(case: str, system, severe: bool, t_end: float) -> dict:  # n
             {"kind": "input_step", "input": "grid.E", "t": 0.6 * t_end, "scale": 0.95},
         ]}  # fmt: skip
     loads = system.names.get("load", ())
-    if not loads:
+    if not loads or setpoint:
         gen = system.names["generator"][0]
         return {"kind": "input_step", "input": f"{gen}.P_ref", "t": 0.1, "delta": 0.1}
     heaviest = loads[int(np.argmax(np.asarray(system.params["load_g"])))]
@@ -82,7 +85,9 @@ def spec_for(case: str, system, args) -> dict:  # noqa: ANN001
         "network": case,
         "t_end": args.t_end,
         "n_eval": 201,
-        "disturbances": [disturbance_for(case, system, args.severe, args.t_end)],
+        "disturbances": [
+            disturbance_for(case, system, args.severe, args.t_end, setpoint=args.setpoint)
+        ],
         "methods": methods,
         "thresholds": THRESHOLDS,
     }
@@ -183,6 +188,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--severe", action="store_true", help="faults instead of steps")
+    parser.add_argument(
+        "--setpoint", action="store_true", help="a +0.1 pu P_ref step instead of a load step"
+    )
     parser.add_argument("--no-reference", action="store_true", help="skip the reference run")
     parser.add_argument("--t-end", type=float, default=1.0)
     parser.add_argument("--trapezoid-dt", type=float, default=TRAPEZOID_DT)
