@@ -337,7 +337,7 @@ class StateOffset(_Disturbance):
         return ((system.state_names.index(self.state), float(self.delta)),)
 
 
-SingleDisturbance = Annotated[
+_SINGLE_KINDS = (
     NoDisturbance
     | BusFault
     | BranchTrip
@@ -347,9 +347,9 @@ SingleDisturbance = Annotated[
     | SourceSwitch
     | PaperSequence
     | InputStep
-    | StateOffset,
-    Field(discriminator="kind"),
-]
+    | StateOffset
+)
+SingleDisturbance = Annotated[_SINGLE_KINDS, Field(discriminator="kind")]
 """Every kind except ``sequence``."""
 
 
@@ -371,20 +371,7 @@ class DisturbanceSequence(_Disturbance):
         return tuple(o for step in self.steps for o in step.initial_offsets(system))
 
 
-Disturbance = Annotated[
-    NoDisturbance
-    | BusFault
-    | BranchTrip
-    | LoadStep
-    | GeneratorTrip
-    | SetpointStep
-    | SourceSwitch
-    | PaperSequence
-    | InputStep
-    | StateOffset
-    | DisturbanceSequence,
-    Field(discriminator="kind"),
-]
+Disturbance = Annotated[_SINGLE_KINDS | DisturbanceSequence, Field(discriminator="kind")]
 """Any disturbance kind, told apart by its ``kind`` field."""
 
 DISTURBANCE_KINDS = (
