@@ -1,10 +1,10 @@
-"""Where one RAPTOR interval spends its time (issue: RAPTOR, item 8).
+"""Where one RAPTOR interval spends its time (issue: RAPTOR at the paper's cost per interval).
 
-Solves a bus-7 fault on ``--system`` once (warm), then times each compiled stage of one interval
-attempt (``solvers.raptor.interval.make_stages``) on a representative interval taken from that run —
-factorizations, initial guess, one chord iteration, the acceptance indicator, the whole compiled
-attempt — and the work per interval outside it (reduced Jacobian with its spectral radius on
-the host, the compiled dense output).
+Solves a bus-7 fault on ``--system`` once (warm), then times each stage of one interval attempt
+(``solvers.raptor.interval``) on a representative interval taken from that run: the sparse
+Jacobian (one JVP per colour), g_z's factorization with the spectral radius of the reduced
+operator, the chord factorizations (every slot's E - h lam J and E - h J), the initial guess, one
+chord iteration, the acceptance indicator, the whole attempt and the dense output.
 
     python benchmarks/raptor_profile.py [--json] [--system wscc9] [--reps 200] [--clock cpu]
 """
@@ -13,40 +13,42 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.common import machine  # noqa: E402
 from models.disturbances import BusFault  # noqa: E402
-from models.kernels import SAMPLE_BATCH, as_device_params, kernels_for  # noqa: E402
 from models.library import build_system  # noqa: E402
 from models.scenarios import make_scenario  # noqa: E402
+from models.sparsity import jacobian_structure  # noqa: E402
 from solvers import solve  # noqa: E402
-from solvers.raptor.basis import build_banks  # noqa: E402
-from solvers.raptor.interval import compiled_attempt, compiled_dense, make_stages  # noqa: E402
+from solvers.dae_eval import DAEEvaluator  # noqa: E402
+from solvers.raptor.interval import IntervalSolver  # noqa: E402
 from solvers.raptor.options import RaptorOptions  # noqa: E402
-from solvers.raptor.runner import _attempt_args, spectral_radius  # noqa: E402
+from solvers.raptor.runner import banks_for, level_for, spectral_radius  # noqa: E402
+from solvers.result import Stats  # noqa: E402
+from solvers.shifted_lu import ShiftedLU, choose_backend  # noqa: E402
+from solvers.trajectory import segments  # noqa: E402
 
 CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
-"""``--clock cpu`` times with the process CPU clock: on a machine shared with other jobs it
-is far less noisy than wall time (the solver runs single-threaded, see models/jaxconfig.py)."""
-clock = CLOCK["wall"]
+"""``--clock cpu`` (the default) times with the process CPU clock: on a machine shared with
+other jobs it is far less noisy than wall time (the solver runs single-threaded)."""
+clock = CLOCK["cpu"]
 
 
 def timed(fn, *args, reps: int) -> float:
-    """Median seconds of ``fn(*args)`` with results fetched (device work included)."""
-    jax.block_until_ready(fn(*args))
+    """Median seconds of ``fn(*args)``."""
+    fn(*args)
     samples = []
     for _ in range(reps):
         start = clock()
-        jax.block_until_ready(fn(*args))
+        fn(*args)
         samples.append(clock() - start)
     return float(np.median(samples))
 
@@ -66,85 +68,82 @@ def profile(system_name: str, reps: int) -> dict:
     t = result.t
     k = int(np.argmax(np.where(t[:-1] >= 0.183, np.diff(t), 0.0)))
     x_k, z_k, h = result.x[k], result.z[k], float(t[k + 1] - t[k])
-    kernels, _ = kernels_for(system)
-    params = dict(system.params)
-    params.update({"fault_g": np.zeros_like(params["fault_g"])})
-    p = as_device_params(params)
-    f_k = np.asarray(kernels.f(x_k, z_k, p))
-    banks = build_banks(
-        options.n_rbf,
-        options.n_colloc,
-        options.seed,
-        tuple(options.a_max_levels),
-        options.draws,
-        options.continuation,
+    params = [seg.params for seg in segments(system, scenario) if seg.t_start <= t[k]][-1]
+    structure, _ = jacobian_structure(system)
+    lu = ShiftedLU(structure, choose_backend(structure, options.linear_solver))
+    ev = DAEEvaluator(system, params, lu.backend, Stats(), structure=structure)
+    solver = IntervalSolver(lu, options.n_colloc)
+    banks = banks_for(options)
+    jac = ev.jacobian(x_k, z_k)
+    rho = spectral_radius(jac.algebraic.reduced_matvec, system.n_x)
+    bank = banks.bank(level_for(h * rho, tuple(options.level_thresholds)), 0)
+    chord = solver.factorize(h, jac, bank)
+    f_k = ev.f(x_k, z_k)
+    w0 = np.zeros((options.n_rbf, system.n_x))
+    kw = dict(
+        rtol=options.rtol,
+        atol=options.atol,
+        kappa=options.chord_tol,
+        implicit=True,
+        max_newton=options.max_newton,
     )
-    device_banks = {name: jnp.asarray(v) for name, v in banks.stacked.items()}
-    bank = {name: v[0] for name, v in device_banks.items()}
-    w_prev = np.zeros((options.n_rbf, system.n_x))
 
-    def host_jacobian():
-        a0 = np.asarray(kernels.ode_jacobian(x_k, z_k, p))
-        return spectral_radius(a0)
+    def attempt(max_newton: int):
+        return solver.attempt(
+            ev, chord, bank, x_k, z_k, f_k, w0, 0.0, **(kw | {"max_newton": max_newton})
+        )
 
-    a0 = np.asarray(kernels.ode_jacobian(x_k, z_k, p))
-    stages = make_stages(system)
-    factorize = jax.jit(stages.factorize)
-    slot_lam = bank["lam"][bank["slot_owner"]]
-    chord, filt = factorize(h, slot_lam, a0)
-    factorize_algebraic = jax.jit(stages.factorize_algebraic)
-    g_lu = factorize_algebraic(x_k, z_k, p)
-    initial_guess = jax.jit(stages.initial_guess)
-    y0, zc0, _ = initial_guess(x_k, z_k, f_k, h, p, filt, g_lu, bank, w_prev, 0.0, 1.0)
-    chord_update = jax.jit(stages.chord_update)
-    indicator = jax.jit(stages.indicator)
-    args = _attempt_args(x_k, z_k, f_k, h, p, a0, device_banks, 0, w_prev, 0.0, options)
-    attempt, _ = compiled_attempt(system, args, options.max_newton)
-    out = attempt(*args)
-    iterations = int(out["newton_iterations"])
-    rows = banks.bank(0, 0).value_rows(np.linspace(0.05, 0.95, 10))
-    out = jax.device_get(out)
-    pad = SAMPLE_BATCH - len(rows)
-    dense_args = (
-        x_k,
-        np.concatenate([rows, np.repeat(rows[-1:], pad, 0)]),
-        out["y"],
-        np.repeat(out["zc"][-1:], SAMPLE_BATCH, 0),
-        p,
-        out["g_lu"],
-    )
-    dense, _ = compiled_dense(system, dense_args)
+    out = attempt(options.max_newton)
+    xc = x_k + out.y
+
+    def one_chord_iteration():
+        f, g = ev.kernels.fg(xc, out.zc, ev.p)
+        rhs = np.concatenate([-(out.y - h * (bank.q @ f)), h * (bank.q @ g)], axis=1)
+        solver._decoupled_solve(chord, bank, bank.t_inv @ rhs)
+        _, g = ev.kernels.fg(xc, out.zc, ev.p)
+        jac.algebraic.solve(g.T)
+
+    def dense_output():
+        s = np.linspace(0.0, 1.0, 10)
+        xs = x_k + bank.value_rows(s) @ out.y
+        zs = np.repeat(z_k[None], 32, 0)
+        ev.simplified_newton(np.concatenate([xs, np.repeat(xs[-1:], 22, 0)]), zs, jac.algebraic)
 
     parts = {
-        "factorize (complex LU per eigenvalue pair + 1 real, n_x)": timed(
-            factorize, h, slot_lam, a0, reps=reps
+        "sparse Jacobian (one JVP per colour)": timed(
+            lambda: structure.values(x_k, z_k, ev.p).block_until_ready(), reps=reps
         ),
-        "g_z at the interval start, LU": timed(factorize_algebraic, x_k, z_k, p, reps=reps),
-        "initial guess (predictor + fit)": timed(
-            initial_guess, x_k, z_k, f_k, h, p, filt, g_lu, bank, w_prev, 0.0, 1.0, reps=reps
+        "g_z LU + spectral radius of the reduced operator": timed(
+            lambda: spectral_radius(ev.jacobian(x_k, z_k).algebraic.reduced_matvec, system.n_x),
+            reps=reps,
         ),
-        "one chord iteration (z at M points, F, M solves)": timed(
-            chord_update, y0, zc0, x_k, h, p, g_lu, bank, chord, reps=reps
+        "factorize (E - h lam J per slot + E - h J)": timed(
+            solver.factorize, h, jac, bank, reps=reps
+        ),
+        "one chord iteration (F, G at M points, solves, z pass)": timed(
+            one_chord_iteration, reps=reps
         ),
         "acceptance indicator (M checkpoints)": timed(
-            indicator,
+            solver._indicator,
+            ev,
+            chord,
+            bank,
             x_k,
             z_k,
-            y0,
-            zc0,
-            h,
-            p,
-            filt,
-            g_lu,
-            bank,
+            out.y,
+            out.zc,
             options.rtol,
             options.atol,
             reps=reps,
         ),
-        "whole compiled attempt": timed(attempt, *args, reps=reps),
-        "host: reduced Jacobian + spectral radius": timed(host_jacobian, reps=reps),
-        "dense output, 10 samples (batch of 32)": timed(dense, *dense_args, reps=reps),
+        "whole attempt (factorizations excluded)": timed(attempt, options.max_newton, reps=reps),
+        "dense output, 10 samples (batch of 32)": timed(dense_output, reps=reps),
     }
+    parts["whole attempt"] = (
+        parts["whole attempt (factorizations excluded)"]
+        + parts["factorize (E - h lam J per slot + E - h J)"]
+    )
+    iterations = out.iterations
     attempts = stats.accepted + stats.rejected
     per_attempt = run_seconds / max(attempts, 1)
     return {
@@ -153,6 +152,9 @@ def profile(system_name: str, reps: int) -> dict:
         "n_z": system.n_z,
         "N": options.n_rbf,
         "M": options.n_colloc,
+        "backend": lu.backend,
+        "nnz": structure.nnz,
+        "load_average": os.getloadavg(),
         "interval": {"t_k": float(t[k]), "h": h, "chord_iterations": iterations},
         "run": {
             "solve_s": run_seconds,
@@ -171,7 +173,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--system", default="wscc9")
     parser.add_argument("--reps", type=int, default=200)
-    parser.add_argument("--clock", choices=list(CLOCK), default="wall")
+    parser.add_argument("--clock", choices=list(CLOCK), default="cpu")
     args = parser.parse_args()
     global clock
     clock = CLOCK[args.clock]
@@ -180,8 +182,10 @@ def main() -> None:
         print(json.dumps({"benchmark": "raptor_profile", "machine": machine(), **out}, indent=1))
         return
     run = out["run"]
+    print(f"load average {out['load_average']}, {out['run']['clock']} clock")
     print(
-        f"{out['system']}: n_x={out['n_x']} n_z={out['n_z']} N={out['N']} M={out['M']}; "
+        f"{out['system']}: n_x={out['n_x']} n_z={out['n_z']} nnz={out['nnz']} "
+        f"({out['backend']}) N={out['N']} M={out['M']}; "
         f"run: {run['accepted']} accepted + {run['rejected']} rejected intervals in "
         f"{run['solve_s'] * 1e3:.1f} ms = {run['seconds_per_attempt'] * 1e3:.2f} ms/attempt"
     )
@@ -189,7 +193,7 @@ def main() -> None:
         f"interval at t={out['interval']['t_k']:.3f} s, h={out['interval']['h'] * 1e3:.1f} ms, "
         f"{out['interval']['chord_iterations']} chord iterations"
     )
-    whole = out["stages_s"]["whole compiled attempt"]
+    whole = out["stages_s"]["whole attempt"]
     for name, seconds in out["stages_s"].items():
         print(f"  {name:52s} {seconds * 1e6:9.1f} us  ({seconds / whole:5.2f} x attempt)")
 

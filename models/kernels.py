@@ -15,7 +15,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.linalg import lu_solve
 
 import models.jaxconfig  # noqa: F401
 from models.dae import DAESystem, Params
@@ -24,10 +23,6 @@ NEWTON_MAX_ITER = 25
 """Cap on algebraic Newton iterations per solve (2-5 suffice from a warm start)."""
 NEWTON_STEP_TOL = 1e-11
 """Stop when the Newton update is below this, relative to max(1, |z|) (infinity norm)."""
-FROZEN_MAX_ITER = 30
-"""Cap on simplified-Newton iterations with a frozen g_z: each costs one g evaluation and two
-triangular solves, and over a long interval (ieee39, h = 0.17 s) a cold start needs up to ~20
-(contraction ~0.3 per iteration); warm starts need 2-5."""
 SAMPLE_BATCH = 32
 """Samples per call of the batched recovery kernel (padded), so dense output costs one device
 call per 32 samples instead of several per sample."""
@@ -87,35 +82,6 @@ def newton_solver(g, max_iter: int = NEWTON_MAX_ITER, step_tol: float = NEWTON_S
         return z, it
 
     return newton
-
-
-def frozen_newton_solver(g, max_iter: int = FROZEN_MAX_ITER, step_tol: float = NEWTON_STEP_TOL):
-    """``solve(x, z_guess, p, g_z_lu) -> (z, iterations, converged)``: simplified Newton on
-    0 = g(x, z, p) with a frozen, already factorized g_z (``jax.scipy.linalg.lu_factor``).
-
-    One iteration is one g evaluation and two triangular solves instead of a forward-mode g_z
-    (n_z columns) and a fresh LU; it converges linearly at a rate set by how far g_z has moved
-    since it was factorized. Stops on the same relative-update test as ``newton_solver``; reports
-    ``converged = False`` when the cap is hit, the update grows (rate >= 1) or NaN appears, so
-    the caller can fall back to the full Newton solve."""
-
-    def solve(x, z, p, lu):
-        def cond(carry):
-            _, it, step, prev = carry
-            return (it < max_iter) & (step > step_tol) & (step < prev)
-
-        def body(carry):
-            z, it, step, _ = carry
-            dz = lu_solve(lu, g(x, z, p))
-            z_new = z - dz
-            new = jnp.max(jnp.abs(dz)) / jnp.maximum(1.0, jnp.max(jnp.abs(z_new)))
-            new = jnp.where(jnp.isfinite(new), new, jnp.inf)
-            return z_new, it + 1, new, step
-
-        z, it, step, _ = jax.lax.while_loop(cond, body, (z, 0, 1e300, jnp.inf))
-        return z, it, step <= step_tol
-
-    return solve
 
 
 def _newton_fn(system: DAESystem):

@@ -142,9 +142,10 @@ METHODS: dict[str, MethodSpec] = {
         family="raptor",
         options=RaptorOptions,
         guidance="RAPTOR, the method under study: random-projection physics-informed intervals "
-        "(Gaussian RBF trial functions, chord Newton on the reduced ODE), long steps on stiff "
-        "networks; see docs/raptor.md.",
+        "(Gaussian RBF trial functions, chord Newton on the sparse unreduced DAE), long steps on "
+        "stiff networks; see docs/raptor.md.",
         runner="solvers.raptor.runner:run_raptor",
+        stepper="solvers.raptor.runner:raptor_steps",
     ),
     "radau": _scipy(
         "radau",

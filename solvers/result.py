@@ -16,7 +16,9 @@ class Stats:
     ``accepted``/``rejected`` count advances (steps or RAPTOR intervals).
     ``newton_iterations`` are the integrator's own implicit iterations; ``algebraic_iterations``
     the Newton iterations spent solving 0 = g(x, z) for z (hidden from SciPy's own ``nfev``).
-    ``rhs_evaluations`` count evaluations of the reduced right-hand side f(x, z(x)).
+    ``rhs_evaluations`` count evaluations of the right-hand side f. ``lu_factorizations`` count
+    numeric factorizations; ``symbolic_analyses`` the sparse solver's pattern analyses (once per
+    network structure and process when the analysis is reused).
     """
 
     accepted: int = 0
@@ -25,6 +27,7 @@ class Stats:
     algebraic_iterations: int = 0
     jacobian_evaluations: int = 0
     lu_factorizations: int = 0
+    symbolic_analyses: int = 0
     rhs_evaluations: int = 0
     compile_seconds: float = 0.0
     solve_seconds: float = 0.0

@@ -27,6 +27,7 @@ def metrics(**overrides: float) -> dict:
         "algebraic_iterations": 30,
         "jacobian_evaluations": 2,
         "lu_factorizations": 4,
+        "symbolic_analyses": 0,
         "rhs_evaluations": 50,
         "compile_seconds": 0.0,
         "solve_seconds": 0.1,

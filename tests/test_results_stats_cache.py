@@ -43,6 +43,7 @@ def metrics(runtime: float) -> dict:
         "algebraic_iterations": 0,
         "jacobian_evaluations": 2,
         "lu_factorizations": 4,
+        "symbolic_analyses": 0,
         "rhs_evaluations": 50,
         "compile_seconds": 0.0,
         "solve_seconds": runtime,

@@ -221,6 +221,7 @@ class RunMetrics(Base):
     algebraic_iterations: Mapped[int] = mapped_column(Integer)
     jacobian_evaluations: Mapped[int] = mapped_column(Integer)
     lu_factorizations: Mapped[int] = mapped_column(Integer)
+    symbolic_analyses: Mapped[int] = mapped_column(Integer, server_default="0")
     rhs_evaluations: Mapped[int] = mapped_column(Integer)
     compile_seconds: Mapped[float] = mapped_column(Float)
     solve_seconds: Mapped[float] = mapped_column(Float)
@@ -313,6 +314,7 @@ STATS_COLUMNS = (
     "algebraic_iterations",
     "jacobian_evaluations",
     "lu_factorizations",
+    "symbolic_analyses",
     "rhs_evaluations",
     "compile_seconds",
     "solve_seconds",

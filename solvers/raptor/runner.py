@@ -1,74 +1,59 @@
-"""RAPTOR over a whole horizon: intervals, rejections, events, dense output and stats.
+"""RAPTOR over a whole horizon, as a stepper of the one driver (``solvers.stepping``).
 
-The host loop drives one compiled attempt per interval try (a few device calls per interval;
-the intervals are long, so this costs little). Per attempt it chooses the shape-parameter level
-from h * rho (rho: spectral radius of the reduced Jacobian A_0 at the interval start), the draw
-by the attempt counter (a rejection redraws), and whether to continue from the previous
-coefficients (same draw, smooth stretch) or start fresh (after events and rejections).
+Per interval try it chooses the shape-parameter level from h * rho (rho: spectral radius of the
+reduced Jacobian at the interval start, estimated on the sparse operator), the draw by the
+attempt counter (a rejection redraws), and whether to continue from the previous coefficients
+(same draw, smooth stretch) or start fresh (after events and rejections). The Jacobian is kept
+across intervals while the chord iteration contracts fast, and the factorizations are kept
+while h is also unchanged (the controller holds h when it would grow by less than
+``hold_growth``, as Radau5 does); streaming, progress, time limits and failure mapping are the
+driver's.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from collections.abc import Iterator
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from models.dae import DAESystem, Scenario
-from models.kernels import SAMPLE_BATCH, as_device_params, kernels_for
+from models.kernels import SAMPLE_BATCH
+from models.sparsity import jacobian_structure
+from solvers.dae_eval import DAEEvaluator, JacobianAt, point_kernels
 from solvers.raptor.basis import BankSet, build_banks, collocation_points
 from solvers.raptor.control import PIController, starting_interval
-from solvers.raptor.interval import STATUS_CONVERGED, compiled_attempt, compiled_dense
+from solvers.raptor.interval import AttemptResult, ChordFactors, IntervalSolver
 from solvers.raptor.options import RaptorOptions
-from solvers.reduced import ALGEBRAIC_TOL, AlgebraicSolveError, NonFiniteError, ReducedODE
+from solvers.reduced import ALGEBRAIC_TOL
 from solvers.result import SolveResult, Stats
-from solvers.status import FailureReason, RunStatus
-from solvers.trajectory import TrajectoryBuilder, check_state, failure_message, segments
+from solvers.shifted_lu import ShiftedLU, choose_backend
+from solvers.status import FailureReason
+from solvers.stepping import Advance, StepFailure, initial_state, run_stepper
+from solvers.trajectory import TrajectoryBuilder, check_state, segments
 
 STRETCH = 1.1
 """If the remaining time to the segment end is below STRETCH * h, take it exactly (RPNN rule)."""
-POWER_STEPS = 32
+POWER_STEPS = 16
 """Block power-iteration steps of ``spectral_radius``: the estimate rho * c^(1/k) is within
-~25 % for start-vector weights c in [1e-3, 1e3], ample for choosing a shape-parameter level
+a factor 1.5 for start-vector weights c in [1e-3, 1e3], ample for choosing a shape-parameter level
 (levels are a decade of h * rho apart)."""
 POWER_BLOCK = 4
 """Random start vectors of the block power iteration."""
 
 
-class _Failure(Exception):
-    def __init__(self, reason: FailureReason, detail: str, t: float) -> None:
-        super().__init__(detail)
-        self.reason, self.detail, self.t = reason, detail, t
-
-
-@dataclass
-class _Context:
-    system: DAESystem
-    options: RaptorOptions
-    banks: BankSet
-    device_banks: dict
-    attempt: object
-    dense: object
-    stats: Stats
-    builder: TrajectoryBuilder
-    progress: object
-
-
-def spectral_radius(a0: np.ndarray) -> float:
-    """Estimate of the largest |eigenvalue| of A_0 (1/s; the fastest local time scale is
-    1/rho) by Gelfand's formula rho = lim |A^k V|^(1/k) on a seeded block of start vectors,
-    renormalized every step: O(k n^2) instead of a dense O(n^3) eigenvalue solve (2.7 ms at
-    n = 103, 88 ms at n = 499), and robust to complex dominant pairs, where the plain power
-    iteration's ratio oscillates."""
-    if a0.size == 0:
+def spectral_radius(matvec, n: int) -> float:
+    """Estimate of the largest |eigenvalue| of the operator ``matvec`` (n x n; 1/s for the
+    reduced Jacobian: the fastest local time scale is 1/rho) by Gelfand's formula
+    rho = lim |A^k V|^(1/k) on a seeded block of start vectors, renormalized every step: k
+    operator products (sparse ones here) instead of an O(n^3) eigenvalue solve, and robust to
+    complex dominant pairs, where the plain power iteration's ratio oscillates."""
+    if n == 0:
         return 0.0
-    v = np.random.default_rng(0).standard_normal((a0.shape[0], POWER_BLOCK))
+    v = np.random.default_rng(0).standard_normal((n, POWER_BLOCK))
     v /= np.linalg.norm(v)
     log_growth = 0.0
     for _ in range(POWER_STEPS):
-        v = a0 @ v
+        v = matvec(v)
         norm = float(np.linalg.norm(v))
         if not np.isfinite(norm) or norm == 0.0:
             return 0.0 if norm == 0.0 else float("inf")
@@ -81,6 +66,62 @@ def level_for(h_rho: float, thresholds: tuple[float, ...]) -> int:
     return int(np.searchsorted(np.asarray(thresholds), h_rho, side="right"))
 
 
+def banks_for(options: RaptorOptions) -> BankSet:
+    return build_banks(
+        options.n_rbf,
+        options.n_colloc,
+        options.seed,
+        tuple(options.a_max_levels),
+        options.draws,
+        options.continuation if options.continuation > 0 else 1e-3,
+    )
+
+
+def raptor_steps(method: str = "raptor"):
+    """The stepper (``solvers.stepping.Stepper``) of RAPTOR."""
+
+    def stepper(
+        system: DAESystem,
+        scenario: Scenario,
+        options: RaptorOptions,
+        stats: Stats,
+        builder: TrajectoryBuilder,
+    ) -> Iterator[Advance]:
+        structure, structure_seconds = jacobian_structure(system)
+        kernels = point_kernels(system)
+        compiled_before = kernels.compile_seconds
+        banks = banks_for(options)
+        lu = ShiftedLU(structure, choose_backend(structure, options.linear_solver))
+        solver = IntervalSolver(lu, options.n_colloc)
+        x, z = initial_state(system, scenario)
+        try:
+            for segment in segments(system, scenario):
+                ev = DAEEvaluator(system, segment.params, lu.backend, stats, kernels, structure)
+                z = ev.consistent_z(x, z)
+                if segment.event is not None:
+                    builder.events.append({"time": segment.t_start, "label": segment.event.label})
+                builder.accept(segment.t_start, x, z)
+                x, z = yield from _segment(
+                    solver,
+                    banks,
+                    ev,
+                    options,
+                    stats,
+                    builder,
+                    segment.t_start,
+                    segment.t_end,
+                    x,
+                    z,
+                    is_last=segment.t_end >= scenario.t_end,
+                )
+        finally:
+            stats.compile_seconds += structure_seconds + kernels.compile_seconds - compiled_before
+            stats.lu_factorizations += lu.factorizations
+            stats.symbolic_analyses += lu.analyses
+
+    return stepper
+
+
 def run_raptor(
     system: DAESystem,
     scenario: Scenario,
@@ -90,129 +131,38 @@ def run_raptor(
     progress=None,
 ) -> SolveResult:
     """Integrate ``scenario`` with RAPTOR (see the package docs)."""
-    stats = Stats()
-    kernels, compile_seconds = kernels_for(system)
-    banks = build_banks(
-        options.n_rbf,
-        options.n_colloc,
-        options.seed,
-        tuple(options.a_max_levels),
-        options.draws,
-        options.continuation if options.continuation > 0 else 1e-3,
-    )
-    device_banks = {k: jnp.asarray(v) for k, v in banks.stacked.items()}
-    x = np.array(system.x0 if scenario.x0 is None else scenario.x0, dtype=float)
-    z = np.array(system.z0 if scenario.z0 is None else scenario.z0, dtype=float)
-    example = _attempt_args(
-        x,
-        z,
-        x,
-        1e-3,
-        as_device_params(system.params),
-        np.zeros((x.size, x.size)),
-        device_banks,
-        0,
-        np.zeros((options.n_rbf, x.size)),
-        0.0,
-        options,
-    )
-    attempt, attempt_compile = compiled_attempt(system, example, options.max_newton)
-    dense_example = (
-        x,
-        np.zeros((SAMPLE_BATCH, options.n_colloc)),
-        np.zeros((options.n_colloc, x.size)),
-        np.zeros((SAMPLE_BATCH, z.size)),
-        example[4],
-        jax.device_get(jax.scipy.linalg.lu_factor(np.eye(z.size))),
-    )
-    dense, dense_compile = compiled_dense(system, dense_example)
-    stats.compile_seconds = compile_seconds + attempt_compile + dense_compile
-    builder = TrajectoryBuilder(system, scenario, scenario.evaluation_grid())
-    ctx = _Context(system, options, banks, device_banks, attempt, dense, stats, builder, progress)
-    start = time.perf_counter()
-    status, reason, message = RunStatus.SUCCEEDED, None, ""
-    try:
-        for segment in segments(system, scenario):
-            ode = ReducedODE(system, kernels, segment.params, z, stats)
-            if segment.event is not None:
-                z = ode.solve_z(x)
-                builder.events.append({"time": segment.t_start, "label": segment.event.label})
-            builder.accept(segment.t_start, x, z)
-            x, z = _integrate_segment(
-                ctx,
-                ode,
-                segment.t_start,
-                segment.t_end,
-                x,
-                z,
-                is_last=segment.t_end >= scenario.t_end,
-            )
-    except _Failure as failure:
-        status, reason = RunStatus.FAILED, failure.reason
-        message = failure_message(failure.reason, failure.detail, failure.t)
-    except NonFiniteError as error:
-        status, reason = RunStatus.FAILED, FailureReason.NON_FINITE
-        message = failure_message(reason, str(error), error.t)
-    except AlgebraicSolveError as error:
-        status, reason = RunStatus.FAILED, FailureReason.ALGEBRAIC_SOLVE_FAILED
-        message = failure_message(reason, str(error), builder.t[-1] if builder.t else 0.0)
-    stats.solve_seconds = time.perf_counter() - start
-    return builder.result(
-        method=method,
-        options=options.model_dump(),
-        stats=stats,
-        status=status,
-        reason=reason,
-        message=message,
+    return run_stepper(
+        raptor_steps(method), system, scenario, options, method=method, progress=progress
     )
 
 
-def _attempt_args(x, z, f, h, p, a0, banks, idx, w_prev, mu, options: RaptorOptions) -> tuple:
-    """Arguments of the compiled attempt; host arrays are passed as NumPy (no per-argument
-    ``jnp.asarray`` dispatch, which cost more than the attempt itself on small systems)."""
-    f64 = np.float64
-    return (
-        np.asarray(x, f64),
-        np.asarray(z, f64),
-        np.asarray(f, f64),
-        f64(h),
-        p,
-        np.asarray(a0, f64),
-        banks,
-        np.int32(idx),
-        np.asarray(w_prev, f64),
-        f64(mu),
-        f64(options.rtol),
-        f64(options.atol),
-        f64(options.chord_tol),
-        f64(options.predictor == "linearly_implicit"),
-    )
-
-
-def _integrate_segment(
-    ctx: _Context,
-    ode: ReducedODE,
+def _segment(
+    solver: IntervalSolver,
+    banks: BankSet,
+    ev: DAEEvaluator,
+    opts: RaptorOptions,
+    stats: Stats,
+    builder: TrajectoryBuilder,
     t_start: float,
     t_end: float,
     x: np.ndarray,
     z: np.ndarray,
     *,
     is_last: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    opts, stats = ctx.options, ctx.stats
-    kern = ode.kernels
-    f_k = ode.rhs(t_start, x)
-    z = ode.z.copy()
+) -> Iterator[Advance]:
+    f_k = ev.f(x, z)
 
     def f_at(x_new: np.ndarray) -> np.ndarray:
-        return ode.rhs(t_start, x_new)
+        return ev.f(x_new, ev.consistent_z(x_new, z))
 
     h = opts.first_step or starting_interval(x, f_k, f_at, opts.rtol, opts.atol, opts.order_hint)
-    ode.z = z.copy()
     h_cap = opts.max_interval or np.inf
-    controller = PIController(opts.safety, opts.k_i, opts.k_p, opts.fac_min, opts.fac_max)
-    a0: np.ndarray | None = None
-    a0_fresh = False
+    controller = PIController(
+        opts.safety, opts.k_i, opts.k_p, opts.fac_min, opts.fac_max, opts.hold_growth
+    )
+    jac: JacobianAt | None = None
+    jac_fresh = False
+    chord: ChordFactors | None = None
     rho = 0.0
     draw = 0
     prev_idx, w_prev, h_prev = -1, np.zeros((opts.n_rbf, x.size)), 1.0
@@ -222,124 +172,112 @@ def _integrate_segment(
         if t_end - t <= STRETCH * h:
             h = t_end - t
         if h < opts.min_interval:
-            raise _Failure(
+            raise StepFailure(
                 FailureReason.STEP_SIZE_TOO_SMALL,
                 f"the interval shrank below min_interval = {opts.min_interval:g} s",
                 t,
             )
-        if a0 is None:
-            a0 = np.asarray(kern.ode_jacobian(x, z, ode.p))
-            stats.jacobian_evaluations += 1
-            rho, a0_fresh = spectral_radius(a0), True
-        level = level_for(h * rho, tuple(opts.level_thresholds))
-        idx = ctx.banks.flat_index(level, draw)
-        mu = opts.continuation if (idx == prev_idx and not controller.just_rejected) else 0.0
-        out = jax.device_get(
-            ctx.attempt(
-                *_attempt_args(
-                    x,
-                    z,
-                    f_k,
-                    h,
-                    ode.p,
-                    a0,
-                    ctx.device_banks,
-                    idx,
-                    w_prev * (h / h_prev),
-                    mu,
-                    opts,
-                )
+        if jac is None:
+            jac = ev.jacobian(x, z)
+            rho, jac_fresh, chord = (
+                spectral_radius(jac.algebraic.reduced_matvec, x.size),
+                True,
+                None,
             )
+        level = level_for(h * rho, tuple(opts.level_thresholds))
+        idx = banks.flat_index(level, draw)
+        bank = banks.bank(level, draw)
+        if chord is None or chord.h != h or chord.jac is not jac or prev_idx != idx:
+            chord = solver.factorize(h, jac, bank)
+        mu = opts.continuation if (idx == prev_idx and not controller.just_rejected) else 0.0
+        out: AttemptResult = solver.attempt(
+            ev,
+            chord,
+            bank,
+            x,
+            z,
+            f_k,
+            w_prev * (h / h_prev),
+            mu,
+            rtol=opts.rtol,
+            atol=opts.atol,
+            kappa=opts.chord_tol,
+            implicit=opts.predictor == "linearly_implicit",
+            max_newton=opts.max_newton,
         )
-        iterations = int(out["newton_iterations"])
-        stats.newton_iterations += iterations
-        stats.algebraic_iterations += int(out["alg_iterations"])
-        stats.lu_factorizations += ctx.banks.stacked["slot_owner"].shape[1] + 2  # + filter, g_z
-        stats.rhs_evaluations += opts.n_colloc * (iterations + 2) + 1
-        ok = int(out["status"]) == STATUS_CONVERGED and float(out["g_end"]) <= ALGEBRAIC_TOL
-        if not ok:
-            if not a0_fresh:  # convergence slowed with an old Jacobian: refresh, same h
-                a0 = None
+        if not (out.converged and out.consistent):
+            if not jac_fresh:  # convergence slowed with an old Jacobian: refresh, same h
+                jac = None
                 continue
             stats.rejected += 1
             h = controller.rejected(h, np.inf)
             draw += 1
             continue
-        err = float(out["err"])
-        if err > 1.0:
+        if out.err > 1.0:
             stats.rejected += 1
-            h = controller.rejected(h, err)
+            h = controller.rejected(h, out.err)
             draw += 1
             continue
         # accepted
-        _dense_samples(ctx, ode, t, h, x, out, level, draw, last=is_last and t + h >= t_end)
-        x, z, f_k = np.asarray(out["x_end"]), np.asarray(out["z_end"]), np.asarray(out["f_end"])
+        _dense_samples(ev, builder, bank, jac, t, h, x, z, out, last=is_last and t + h >= t_end)
+        x, z, f_k = out.x_end, out.z_end, out.f_end
         t = t_end if t_end - (t + h) <= 1e-14 * max(1.0, abs(t_end)) else t + h
         stats.accepted += 1
-        ctx.builder.accept(t, x, z)
+        builder.accept(t, x, z)
         bad = check_state(x)
         if bad is not None:
-            raise _Failure(bad, "the state is no longer finite and bounded", t)
+            raise StepFailure(bad, "the state is no longer finite and bounded", t)
         if stats.accepted > opts.max_intervals:
-            raise _Failure(
+            raise StepFailure(
                 FailureReason.MAX_STEPS, f"more than {opts.max_intervals} accepted intervals", t
             )
-        prev_idx, w_prev, h_prev = idx, np.asarray(out["w"]), h
-        h = controller.accepted(h, err)
-        if float(out["rate_max"]) < opts.jacobian_reuse_rate:
-            a0_fresh = False
+        prev_idx, w_prev, h_prev = idx, out.w, h
+        h = controller.accepted(h, out.err)
+        if out.rate_max < opts.jacobian_reuse_rate:
+            jac_fresh = False
         else:
-            a0 = None
-        ode.z = z.copy()
-        if ctx.progress is not None:
-            ctx.progress(float(t))
+            jac = None
+        yield Advance(t, x, z, ev)
     return x, z
 
 
 def _dense_samples(
-    ctx: _Context,
-    ode: ReducedODE,
+    ev: DAEEvaluator,
+    builder: TrajectoryBuilder,
+    bank,
+    jac: JacobianAt,
     t_k: float,
     h: float,
     x_k: np.ndarray,
-    out: dict,
-    level: int,
-    draw: int,
+    z_k: np.ndarray,
+    out: AttemptResult,
     *,
     last: bool,
 ) -> None:
     """x from the interval's own representation at the grid points in [t_k, t_k + h) (closed
-    when ``last``); z recovered from g = 0 at each, warm-started from the nearest collocation
-    point's z with the attempt's factorized g_z (no integration, no other nonlinear solve).
-    Samples whose residual stays above tolerance go through the robust solve."""
-    builder = ctx.builder
+    when ``last``); z made consistent at each by simplified Newton with the interval's g_z,
+    warm-started from the nearest collocation point's z (no integration); samples where that
+    does not converge go through the robust solve."""
     idx = builder.sample_indices(t_k, t_k + h, last)
     if len(idx) == 0:
         return
     s = np.clip((builder.t_eval[idx] - t_k) / h, 0.0, 1.0)
-    rows = ctx.banks.bank(level, draw).value_rows(s)
-    s_colloc = np.concatenate([[0.0], collocation_points(ctx.options.n_colloc)])
-    z_nodes = np.concatenate([ode.z[None, :], out["zc"]])
-    nearest = np.abs(s[:, None] - s_colloc[None, :]).argmin(axis=1)
-    guesses = z_nodes[nearest]
+    xs_all = x_k + bank.value_rows(s) @ out.y
+    s_nodes = np.concatenate([[0.0], collocation_points(out.y.shape[0])])
+    z_nodes = np.concatenate([z_k[None, :], out.zc])
+    guesses = z_nodes[np.abs(s[:, None] - s_nodes[None, :]).argmin(axis=1)]
     for start in range(0, len(idx), SAMPLE_BATCH):
         chunk = slice(start, min(start + SAMPLE_BATCH, len(idx)))
         n = chunk.stop - chunk.start
         pad = SAMPLE_BATCH - n
-        xs, zs, ys, it, residual = jax.device_get(
-            ctx.dense(
-                x_k,
-                np.concatenate([rows[chunk], np.repeat(rows[chunk][-1:], pad, 0)]),
-                out["y"],
-                np.concatenate([guesses[chunk], np.repeat(guesses[chunk][-1:], pad, 0)]),
-                ode.p,
-                out["g_lu"],
-            )
-        )
-        xs, zs, ys = xs[:n], np.array(zs[:n]), np.array(ys[:n])
-        ctx.stats.algebraic_iterations += int(np.sum(it[:n]))
-        bad = ~((residual[:n] <= ALGEBRAIC_TOL) & np.all(np.isfinite(zs), axis=1))
-        if np.any(bad):
-            zs[bad], ys[bad] = ode.recover(xs[bad])
+        xs = np.concatenate([xs_all[chunk], np.repeat(xs_all[chunk][-1:], pad, 0)])
+        guess = np.concatenate([guesses[chunk], np.repeat(guesses[chunk][-1:], pad, 0)])
+        zs, _, ok = ev.simplified_newton(xs, guess, jac.algebraic)
+        if not ok:
+            _, g = ev.kernels.fg(xs, zs, ev.p)
+            for i in np.flatnonzero(~(np.max(np.abs(g), axis=1) <= ALGEBRAIC_TOL)):
+                zs[i] = ev.consistent_z(xs[i], guess[i])
+        ys = ev.kernels.outputs(xs, zs, ev.p)[:n]
+        xs, zs = xs[:n], zs[:n]
         where = idx[chunk]
         builder.x_eval[where], builder.z_eval[where], builder.y_eval[where] = xs, zs, ys

@@ -74,6 +74,7 @@ class RunMetricsPublic(_FromRow):
     algebraic_iterations: int
     jacobian_evaluations: int
     lu_factorizations: int
+    symbolic_analyses: int
     rhs_evaluations: int
     compile_seconds: float
     solve_seconds: float

@@ -1,0 +1,34 @@
+"""Sparse symbolic analyses as their own work counter.
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-03
+
+- ``run_metrics.symbolic_analyses``: the sparse solver's pattern analyses of a run (RAPTOR's
+  KLU analysis, done once per network structure and process and reused by every numeric
+  factorization); 0 for the rows written before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0007"
+down_revision: str | None = "0006"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("run_metrics") as batch:
+        batch.add_column(
+            sa.Column("symbolic_analyses", sa.Integer(), nullable=False, server_default="0")
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("run_metrics") as batch:
+        batch.drop_column("symbolic_analyses")

@@ -1,0 +1,189 @@
+"""Evaluating an unreduced DAE: batched f and g, the sparse Jacobian, consistent z.
+
+The unreduced methods (RAPTOR's chord iteration; see ``solvers.shifted_lu``) never eliminate z
+with a dense Newton per call: they evaluate f and g at many points at once (one compiled,
+vmapped call per batch shape), take the Jacobian from the system's ``JacobianStructure`` (one
+JVP per colour), and keep z consistent with simplified Newton iterations on the factorized g_z.
+Every compile here is timed into ``compile_seconds``, apart from solving.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import root
+
+from models.dae import DAESystem, Params
+from models.kernels import as_device_params
+from models.sparsity import JacobianStructure, jacobian_structure
+from solvers.reduced import ALGEBRAIC_TOL, AlgebraicSolveError
+from solvers.result import Stats
+from solvers.shifted_lu import AlgebraicLU, Backend
+
+NEWTON_MAX_ITER = 25
+"""Cap on Newton iterations (fresh sparse Jacobian each) for a consistent z."""
+SIMPLIFIED_MAX_ITER = 12
+"""Cap on simplified-Newton iterations with a frozen g_z (warm starts need 1-3)."""
+STEP_TOL = 1e-12
+"""Newton stops when its update is below this relative to max(1, |z|)."""
+
+
+class PointKernels:
+    """Compiled f, g and outputs of one system, batched over rows of (X, Z) (compiled once
+    per batch size and cached; the seconds spent compiling accumulate in ``compile_seconds``)."""
+
+    def __init__(self, system: DAESystem) -> None:
+        self.system = system
+        self.compile_seconds = 0.0
+        self._fg: dict[int, object] = {}
+        self._out: dict[int, object] = {}
+        self._p = as_device_params(system.params)
+
+    def _compile(self, fn, rows: int):
+        start = time.perf_counter()
+        x = jnp.zeros((rows, self.system.n_x))
+        z = jnp.zeros((rows, self.system.n_z))
+        compiled = jax.jit(fn).lower(x, z, self._p).compile()
+        self.compile_seconds += time.perf_counter() - start
+        return compiled
+
+    def fg(self, xs: np.ndarray, zs: np.ndarray, p) -> tuple[np.ndarray, np.ndarray]:
+        """(F, G): f and g at every row of (xs, zs), shapes (rows, n_x) and (rows, n_z)."""
+        rows = xs.shape[0]
+        kernel = self._fg.get(rows)
+        if kernel is None:
+            system = self.system
+            kernel = self._compile(
+                jax.vmap(lambda x, z, p: (system.f(x, z, p), system.g(x, z, p)), (0, 0, None)),
+                rows,
+            )
+            self._fg[rows] = kernel
+        return jax.device_get(kernel(xs, zs, p))
+
+    def outputs(self, xs: np.ndarray, zs: np.ndarray, p) -> np.ndarray:
+        """The named outputs at every row (rows, n_outputs)."""
+        if self.system.outputs is None:
+            return np.zeros((xs.shape[0], 0))
+        rows = xs.shape[0]
+        kernel = self._out.get(rows)
+        if kernel is None:
+            kernel = self._compile(jax.vmap(self.system.outputs, (0, 0, None)), rows)
+            self._out[rows] = kernel
+        return np.asarray(kernel(xs, zs, p))
+
+
+_KERNELS: weakref.WeakKeyDictionary[DAESystem, PointKernels] = weakref.WeakKeyDictionary()
+
+
+def point_kernels(system: DAESystem) -> PointKernels:
+    kernels = _KERNELS.get(system)
+    if kernels is None:
+        kernels = _KERNELS[system] = PointKernels(system)
+    return kernels
+
+
+@dataclass
+class JacobianAt:
+    """The unreduced Jacobian's entries at one point and its factorized g_z block."""
+
+    values: np.ndarray
+    algebraic: AlgebraicLU
+
+
+class DAEEvaluator:
+    """f, g, the sparse Jacobian and consistent z for one parameter set (one segment)."""
+
+    def __init__(
+        self,
+        system: DAESystem,
+        params: Params,
+        backend: Backend,
+        stats: Stats,
+        kernels: PointKernels | None = None,
+        structure: JacobianStructure | None = None,
+    ) -> None:
+        self.system, self.backend, self.stats = system, backend, stats
+        self.kernels = kernels or point_kernels(system)
+        self.structure = structure or jacobian_structure(system)[0]
+        self.p = as_device_params(params)
+
+    def f(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        return self.kernels.fg(x[None], z[None], self.p)[0][0]
+
+    def g(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        return self.kernels.fg(x[None], z[None], self.p)[1][0]
+
+    def outputs(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        return self.kernels.outputs(x[None], z[None], self.p)[0]
+
+    def jacobian(self, x: np.ndarray, z: np.ndarray) -> JacobianAt:
+        """Entries of J at (x, z) (one JVP per colour) and g_z factorized."""
+        self.stats.jacobian_evaluations += 1
+        values = np.asarray(self.structure.values(x, z, self.p))
+        self.stats.lu_factorizations += 1
+        return JacobianAt(values, AlgebraicLU(self.structure, values, self.backend))
+
+    def simplified_newton(
+        self, xs: np.ndarray, zs: np.ndarray, algebraic: AlgebraicLU
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
+        """z consistent with every row of ``xs`` by simplified Newton with the frozen g_z, all
+        rows at once. Returns (z, f at the final z, converged: max |g| <= ALGEBRAIC_TOL)."""
+        zs = np.array(zs, dtype=float)
+        prev = np.inf
+        for _ in range(SIMPLIFIED_MAX_ITER):
+            f, g = self.kernels.fg(xs, zs, self.p)
+            self.stats.algebraic_iterations += 1
+            res = float(np.max(np.abs(g))) if g.size else 0.0
+            if not np.isfinite(res):
+                return zs, f, False
+            if res <= 0.1 * ALGEBRAIC_TOL or res >= prev:
+                return zs, f, res <= ALGEBRAIC_TOL
+            prev = res
+            zs -= algebraic.solve(g.T).T
+        f, g = self.kernels.fg(xs, zs, self.p)
+        return zs, f, bool(np.max(np.abs(g)) <= ALGEBRAIC_TOL)
+
+    def consistent_z(self, x: np.ndarray, z_guess: np.ndarray) -> np.ndarray:
+        """z with g(x, z) = 0 by Newton on the sparse g_z (a fresh Jacobian per iteration: after
+        an event z may move far), falling back to MINPACK hybr/lm as ``ReducedODE`` does."""
+        z = np.array(z_guess, dtype=float)
+        for _ in range(NEWTON_MAX_ITER):
+            g = self.g(x, z)
+            self.stats.algebraic_iterations += 1
+            if not np.all(np.isfinite(g)):
+                break
+            if np.max(np.abs(g), initial=0.0) <= 0.1 * ALGEBRAIC_TOL:
+                return z
+            jac = self.jacobian(x, z)
+            dz = jac.algebraic.solve(g)
+            z -= dz
+            small = np.max(np.abs(dz)) <= STEP_TOL * max(1.0, float(np.max(np.abs(z))))
+            if small and np.max(np.abs(self.g(x, z)), initial=0.0) <= ALGEBRAIC_TOL:
+                return z
+        return self._robust(x, np.asarray(z_guess, dtype=float))
+
+    def _robust(self, x: np.ndarray, guess: np.ndarray) -> np.ndarray:
+        n_x = self.system.n_x
+
+        def residual(z: np.ndarray) -> np.ndarray:
+            return self.g(x, z)
+
+        def jacobian(z: np.ndarray) -> np.ndarray:
+            full = self.structure.csc(np.asarray(self.structure.values(x, z, self.p)))
+            return full[n_x:, n_x:].toarray()
+
+        sol = None
+        for method in ("hybr", "lm"):
+            sol = root(residual, guess, jac=jacobian, method=method, tol=1e-12)
+            self.stats.algebraic_iterations += int(getattr(sol, "nfev", 0))
+            if np.all(np.isfinite(sol.x)) and np.max(np.abs(residual(sol.x))) <= ALGEBRAIC_TOL:
+                return np.asarray(sol.x)
+        raise AlgebraicSolveError(
+            f"0 = g(x, z) has no solution near the current state (|g| = "
+            f"{np.max(np.abs(residual(sol.x))):.2e} after Newton, hybr and lm)"
+        )
