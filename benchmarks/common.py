@@ -4,8 +4,10 @@ one JSON shape of DESIGN.md section 6 (every speed figure a ratio measured in th
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,20 +34,47 @@ def reference_method() -> tuple[str, dict]:
     return "radau", {"rtol": 1e-11, "atol": 1e-13}
 
 
+CLOCKS = ("cpu", "wall")
+"""``cpu``: the process CPU clock (``time.process_time``), the default: the solvers run on one
+thread, and on a shared machine wall-clock ratios flip with the load; ``wall``: the solver's own
+``solve_seconds``."""
+
+METHOD_VARIANTS = {"radau_fd": ("radau", {"exact_jacobian": False})}
+"""Baseline names of the benchmarks that are a method with fixed options: ``radau_fd`` is Radau
+with SciPy's finite-difference Jacobian (the paper's configuration)."""
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} CPUs)"
+
+
 def measure(
-    system, scenario, method: str, config: dict, reference, thresholds: Thresholds, repeats: int
+    system,
+    scenario,
+    method: str,
+    config: dict,
+    reference,
+    thresholds: Thresholds,
+    repeats: int,
+    clock: str = "cpu",
 ) -> dict:
     """Run once to warm up (compilation excluded, as the paper does), then ``repeats`` timed
-    runs; report the median solve time and the accuracy of the last run."""
-    result = solve(system, scenario, method, **config)
+    runs; report the median solve time on ``clock`` and the accuracy of the last run."""
+    solver, fixed = METHOD_VARIANTS.get(method, (method, {}))
+    config = {**fixed, **config}
+    result = solve(system, scenario, solver, **config)
     compile_s = result.stats.compile_seconds
     times = []
     for _ in range(repeats):
-        result = solve(system, scenario, method, **config)
-        times.append(result.stats.solve_seconds)
+        start = time.process_time()
+        result = solve(system, scenario, solver, **config)
+        cpu = time.process_time() - start
+        times.append(cpu if clock == "cpu" else result.stats.solve_seconds)
     row = {
         "method": method,
         "config": config,
+        "clock": clock,
         "runtime_s": statistics.median(times),
         "compile_s": compile_s,
         "accepted": result.stats.accepted,

@@ -18,9 +18,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402
+    CLOCKS,
+    METHOD_VARIANTS,
     Thresholds,
     dump,
     fastest_qualified,
+    load_average,
     measure,
     print_table,
     reference_method,
@@ -38,6 +41,8 @@ SCENARIOS = {
     ],
 }
 BASELINES = ("radau", "bdf", "lsoda", "kvaerno5", "dopri5", "tsit5")
+"""Default baselines; ``--baselines`` also takes ``ida`` and ``radau_fd`` (Radau with SciPy's
+finite-difference Jacobian, the paper's configuration)."""
 RAPTOR_RTOLS = (1e-4, 1e-5, 1e-6, 1e-7)
 BASELINE_RTOLS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 T_END = 1.1  # 1 s after the disturbance at 0.1 s, as the paper's 1 s horizon
@@ -65,6 +70,7 @@ def run(
     quick: bool,
     baselines: tuple[str, ...] = BASELINES,
     reference: str | None = None,
+    clock: str = "cpu",
 ) -> dict:
     rows: list[dict] = []
     speedups: list[dict] = []
@@ -79,13 +85,15 @@ def run(
             if not reference.succeeded:
                 raise RuntimeError(f"reference failed on {name}/{label}: {reference.message}")
             methods = [("raptor", RAPTOR_RTOLS)] + [
-                (m, BASELINE_RTOLS) for m in baselines if m in METHODS
+                (m, BASELINE_RTOLS) for m in baselines if m in METHODS or m in METHOD_VARIANTS
             ]
             scenario_rows = []
             for method, rtols in methods:
                 for rtol in rtols[::2] if quick else rtols:
                     config = {"rtol": rtol, "atol": float(f"{rtol * 1e-2:.0e}")}
-                    row = measure(system, scenario, method, config, reference, thresholds, repeats)
+                    row = measure(
+                        system, scenario, method, config, reference, thresholds, repeats, clock
+                    )
                     row.update(system=name, scenario=label)
                     scenario_rows.append(row)
             rows += scenario_rows
@@ -117,17 +125,27 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="every other tolerance only")
     parser.add_argument("--baselines", nargs="*", default=list(BASELINES))
     parser.add_argument("--reference", choices=["kvaerno5", "radau"], default=None)
+    parser.add_argument(
+        "--clock", choices=CLOCKS, default="cpu", help="CPU clock (default) or wall clock"
+    )
     parser.add_argument("--state-tol", type=float, default=Thresholds.state)
     parser.add_argument("--voltage-tol", type=float, default=Thresholds.voltage)
     parser.add_argument("--kcl-tol", type=float, default=Thresholds.kcl)
     args = parser.parse_args()
     thresholds = Thresholds(args.state_tol, args.voltage_tol, args.kcl_tol)
     out = run(
-        args.systems, args.repeats, thresholds, args.quick, tuple(args.baselines), args.reference
+        args.systems,
+        args.repeats,
+        thresholds,
+        args.quick,
+        tuple(args.baselines),
+        args.reference,
+        args.clock,
     )
     if args.json:
         print(dump("raptor", out["rows"], out["speedups"]))
         return
+    print(f"{load_average()}; {args.clock} clock")
     print(
         f"reference: {out['reference']}; thresholds: state error <= {thresholds.state:g}, "
         f"bus-voltage MAE <= {thresholds.voltage:g} pu, max KCL <= {thresholds.kcl:g} pu"
