@@ -1,10 +1,11 @@
 """Where one RAPTOR interval spends its time (issue: RAPTOR at the paper's cost per interval).
 
-Solves a bus-7 fault on ``--system`` once (warm), then times each stage of one interval attempt
-(``solvers.raptor.interval``) on a representative interval taken from that run: the sparse
-Jacobian (one JVP per colour), g_z's factorization with the spectral radius of the reduced
-operator, the chord factorizations (every slot's E - h lam J and E - h J), the initial guess, one
-chord iteration, the acceptance indicator, the whole attempt and the dense output.
+Solves a bus-7 fault on ``--system`` once (warm), then times each compiled stage of one interval
+attempt (``solvers.raptor.interval.make_stages``) on a representative interval taken from that
+run: the factorizations (every slot's E - h lam J, E - h J and g_z), the initial guess, one chord
+iteration, the acceptance indicator and the whole compiled attempt; and the work per Jacobian
+refresh outside it (the sparse Jacobian, one JVP per colour; g_z's host factorization with the
+spectral radius of the reduced operator) and the compiled dense output.
 
     python benchmarks/raptor_profile.py [--json] [--system wscc9] [--reps 200] [--clock cpu]
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.common import machine  # noqa: E402
@@ -29,11 +31,17 @@ from models.scenarios import make_scenario  # noqa: E402
 from models.sparsity import jacobian_structure  # noqa: E402
 from solvers import solve  # noqa: E402
 from solvers.dae_eval import DAEEvaluator  # noqa: E402
-from solvers.raptor.interval import IntervalSolver  # noqa: E402
+from solvers.raptor.interval import make_stages  # noqa: E402
 from solvers.raptor.options import RaptorOptions  # noqa: E402
-from solvers.raptor.runner import banks_for, level_for, spectral_radius  # noqa: E402
+from solvers.raptor.runner import (  # noqa: E402
+    _attempt_args,
+    _Compiled,
+    banks_for,
+    level_for,
+    spectral_radius,
+)
 from solvers.result import Stats  # noqa: E402
-from solvers.shifted_lu import ShiftedLU, choose_backend  # noqa: E402
+from solvers.shifted_lu import AlgebraicLU, choose_backend  # noqa: E402
 from solvers.trajectory import segments  # noqa: E402
 
 CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -70,80 +78,89 @@ def profile(system_name: str, reps: int) -> dict:
     x_k, z_k, h = result.x[k], result.z[k], float(t[k + 1] - t[k])
     params = [seg.params for seg in segments(system, scenario) if seg.t_start <= t[k]][-1]
     structure, _ = jacobian_structure(system)
-    lu = ShiftedLU(structure, choose_backend(structure, options.linear_solver))
-    ev = DAEEvaluator(system, params, lu.backend, Stats(), structure=structure)
-    solver = IntervalSolver(lu, options.n_colloc)
+    backend = choose_backend(structure, options.linear_solver)
     banks = banks_for(options)
-    jac = ev.jacobian(x_k, z_k)
-    rho = spectral_radius(jac.algebraic.reduced_matvec, system.n_x)
-    bank = banks.bank(level_for(h * rho, tuple(options.level_thresholds)), 0)
-    chord = solver.factorize(h, jac, bank)
+    code = _Compiled(system, structure, banks, options, backend)
+    ev = DAEEvaluator(system, params, backend, Stats(), structure=structure)
+    p = ev.p
+    jvals = np.asarray(structure.values(x_k, z_k, p))
+    rho = spectral_radius(AlgebraicLU(structure, jvals, backend).reduced_matvec, system.n_x)
+    idx = banks.flat_index(level_for(h * rho, tuple(options.level_thresholds)), 0)
+    bank = {name: arr[idx] for name, arr in code.device_banks.items()}
     f_k = ev.f(x_k, z_k)
-    w0 = np.zeros((options.n_rbf, system.n_x))
-    kw = dict(
-        rtol=options.rtol,
-        atol=options.atol,
-        kappa=options.chord_tol,
-        implicit=True,
-        max_newton=options.max_newton,
+    args = _attempt_args(
+        x_k,
+        z_k,
+        f_k,
+        h,
+        p,
+        jvals,
+        code.handles,
+        code.device_banks,
+        idx,
+        np.zeros((options.n_rbf, system.n_x)),
+        0.0,
+        options,
     )
+    st = make_stages(system, code.linalg)
+    lam = bank["lam"][bank["slot_owner"]]
+    factorize = jax.jit(st["factorize"])
+    slots, filt, gz = factorize(jvals, h, lam, code.handles)
+    initial = jax.jit(st["initial_guess"])
+    y0, zc0 = initial(x_k, z_k, f_k, h, p, filt, gz, jvals, bank, args[9], 0.0, 1.0)
+    chord = jax.jit(st["chord_update"])
+    indicator = jax.jit(st["indicator"])
+    out = jax.device_get(code.attempt(*args))
+    iterations = int(out["newton_iterations"])
+    rows = banks.bank(0, 0).value_rows(np.linspace(0.0, 1.0, 32))
+    zs = np.repeat(z_k[None], 32, 0)
 
-    def attempt(max_newton: int):
-        return solver.attempt(
-            ev, chord, bank, x_k, z_k, f_k, w0, 0.0, **(kw | {"max_newton": max_newton})
-        )
+    def run(fn, *a):
+        return lambda: jax.block_until_ready(fn(*a))
 
-    out = attempt(options.max_newton)
-    xc = x_k + out.y
-
-    def one_chord_iteration():
-        f, g = ev.kernels.fg(xc, out.zc, ev.p)
-        rhs = np.concatenate([-(out.y - h * (bank.q @ f)), h * (bank.q @ g)], axis=1)
-        solver._decoupled_solve(chord, bank, bank.t_inv @ rhs)
-        _, g = ev.kernels.fg(xc, out.zc, ev.p)
-        jac.algebraic.solve(g.T)
-
-    def dense_output():
-        s = np.linspace(0.0, 1.0, 10)
-        xs = x_k + bank.value_rows(s) @ out.y
-        zs = np.repeat(z_k[None], 32, 0)
-        ev.simplified_newton(np.concatenate([xs, np.repeat(xs[-1:], 22, 0)]), zs, jac.algebraic)
-
-    parts = {
-        "sparse Jacobian (one JVP per colour)": timed(
-            lambda: structure.values(x_k, z_k, ev.p).block_until_ready(), reps=reps
-        ),
-        "g_z LU + spectral radius of the reduced operator": timed(
-            lambda: spectral_radius(ev.jacobian(x_k, z_k).algebraic.reduced_matvec, system.n_x),
-            reps=reps,
-        ),
-        "factorize (E - h lam J per slot + E - h J)": timed(
-            solver.factorize, h, jac, bank, reps=reps
-        ),
-        "one chord iteration (F, G at M points, solves, z pass)": timed(
-            one_chord_iteration, reps=reps
-        ),
-        "acceptance indicator (M checkpoints)": timed(
-            solver._indicator,
-            ev,
-            chord,
-            bank,
-            x_k,
-            z_k,
-            out.y,
-            out.zc,
-            options.rtol,
-            options.atol,
-            reps=reps,
-        ),
-        "whole attempt (factorizations excluded)": timed(attempt, options.max_newton, reps=reps),
-        "dense output, 10 samples (batch of 32)": timed(dense_output, reps=reps),
-    }
-    parts["whole attempt"] = (
-        parts["whole attempt (factorizations excluded)"]
-        + parts["factorize (E - h lam J per slot + E - h J)"]
-    )
-    iterations = out.iterations
+    with code.linalg.lock:
+        parts = {
+            "sparse Jacobian (one JVP per colour)": timed(
+                run(structure.values, x_k, z_k, p), reps=reps
+            ),
+            "host: g_z LU + spectral radius of the reduced operator": timed(
+                lambda: spectral_radius(
+                    AlgebraicLU(structure, jvals, backend).reduced_matvec, system.n_x
+                ),
+                reps=reps,
+            ),
+            "factorize (slots E - h lam J, filter E - h J, g_z)": timed(
+                run(factorize, jvals, h, lam, code.handles), reps=reps
+            ),
+            "initial guess (predictor + fit)": timed(
+                run(initial, x_k, z_k, f_k, h, p, filt, gz, jvals, bank, args[9], 0.0, 1.0),
+                reps=reps,
+            ),
+            "one chord iteration (F, G at M points, solves, z pass)": timed(
+                run(chord, y0, zc0, x_k, h, p, slots, gz, bank), reps=reps
+            ),
+            "acceptance indicator (M checkpoints)": timed(
+                run(
+                    indicator,
+                    x_k,
+                    z_k,
+                    out["y"],
+                    out["zc"],
+                    h,
+                    p,
+                    filt,
+                    gz,
+                    bank,
+                    options.rtol,
+                    options.atol,
+                ),
+                reps=reps,
+            ),
+            "whole compiled attempt": timed(run(code.attempt, *args), reps=reps),
+            "dense output, 32 samples": timed(
+                run(code.dense, x_k, rows, out["y"], zs, p, out["gz"]), reps=reps
+            ),
+        }
     attempts = stats.accepted + stats.rejected
     per_attempt = run_seconds / max(attempts, 1)
     return {
@@ -152,7 +169,7 @@ def profile(system_name: str, reps: int) -> dict:
         "n_z": system.n_z,
         "N": options.n_rbf,
         "M": options.n_colloc,
-        "backend": lu.backend,
+        "backend": backend,
         "nnz": structure.nnz,
         "load_average": os.getloadavg(),
         "interval": {"t_k": float(t[k]), "h": h, "chord_iterations": iterations},
@@ -193,7 +210,7 @@ def main() -> None:
         f"interval at t={out['interval']['t_k']:.3f} s, h={out['interval']['h'] * 1e3:.1f} ms, "
         f"{out['interval']['chord_iterations']} chord iterations"
     )
-    whole = out["stages_s"]["whole attempt"]
+    whole = out["stages_s"]["whole compiled attempt"]
     for name, seconds in out["stages_s"].items():
         print(f"  {name:52s} {seconds * 1e6:9.1f} us  ({seconds / whole:5.2f} x attempt)")
 

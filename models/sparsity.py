@@ -46,7 +46,8 @@ class JacobianStructure:
     ``indptr``/``indices`` are the CSC arrays of the pattern (sorted rows within each column);
     ``rows``/``cols`` the same entries as coordinate lists. ``values(x, z, p)`` returns the
     ``nnz`` entries in that order. ``diagonal`` holds the position of every diagonal entry and
-    ``x_diagonal`` those of the first ``n_x`` (the positions of E's ones).
+    ``x_diagonal`` those of the first ``n_x`` (the positions of E's ones). ``x0``, ``z0``,
+    ``p0`` are the system's equilibrium and parameters, where J is known to be regular.
     """
 
     n_x: int
@@ -59,6 +60,9 @@ class JacobianStructure:
     n_colors: int
     diagonal: np.ndarray
     values: Any
+    x0: np.ndarray
+    z0: np.ndarray
+    p0: dict
     detect_seconds: float
     compile_seconds: float
 
@@ -194,6 +198,9 @@ def jacobian_structure(system: DAESystem) -> tuple[JacobianStructure, float]:
             n_colors=n_colors,
             diagonal=diag_pos,
             values=compiled,
+            x0=np.asarray(system.x0, dtype=float),
+            z0=np.asarray(system.z0, dtype=float),
+            p0=p,
             detect_seconds=detected - start,
             compile_seconds=done - detected,
         )

@@ -1,43 +1,49 @@
-"""LU factorizations of shifted DAE matrices E - c J, dense or sparse, for a batch of shifts.
+"""Factorizations of the shifted DAE matrices E - c J inside compiled code, dense or sparse KLU.
 
-Implicit collocation methods on x' = f(x, z), 0 = g(x, z) solve systems with the matrices
-E - c J, E = diag(1 on x, 0 on z), J the unreduced Jacobian (``models.sparsity``), for a few
-(possibly complex) shifts c = h * lambda at a time. Two backends factor them:
+Implicit collocation methods on x' = f(x, z), 0 = g(x, z) solve systems with E - c J,
+E = diag(1 on x, 0 on z), J the unreduced Jacobian (``models.sparsity``), for a few (possibly
+complex) shifts c = h * lambda at a time, and with the algebraic block g_z. Both backends here
+are JAX-traceable, so a whole method step compiles into one executable:
 
-* ``dense``: LAPACK ``getrf`` through SciPy, one matrix at a time: cheapest for small systems,
-  where a sparse solver's bookkeeping costs more than the O(n^3) flops.
-* ``sparse``: KLU (SuiteSparse, through ``klujax``). The symbolic analysis (block triangular
-  form and fill-reducing ordering) depends only on the pattern, so it is done once per
-  ``JacobianStructure`` and every numeric factorization reuses it; a batch of shifts is factored
-  and solved in one call. Measured on IEEE 118 (843 unknowns, 4,409 entries, complex):
-  0.16 ms per numeric factorization with the analysis reused, against 0.6 ms for SciPy's
-  SuperLU (which re-orders on every call: its API exposes no symbolic reuse) and 27 ms for a
-  dense complex LU of the same matrix.
+* ``DenseLinalg``: LAPACK ``getrf``/``getrs`` on the densified matrices (vmapped over shifts):
+  cheapest for small systems, where a sparse solver's bookkeeping costs more than the flops.
+* ``KluLinalg``: KLU (SuiteSparse, through ``klujax``'s XLA custom calls). The symbolic analysis
+  (block triangular form, fill-reducing ordering) depends only on the pattern, so it is done
+  once per ``JacobianStructure`` and process; the numeric factorizations are *refactorizations*
+  in place into handles allocated once (passed to the compiled code as arguments, so the
+  executable holds no pointer and can be cached across processes). Measured on IEEE 118
+  (843 unknowns, 4,409 entries, complex): 0.16 ms per numeric factorization with the analysis
+  reused, against 0.6 ms for SciPy's SuperLU (which re-orders on every call) and 27 ms for a
+  dense complex LU. A refactorization happens before every solve that uses it through a data
+  dependency (the solve takes the handles the refactorization returns). The handles are state:
+  one compiled call at a time per ``KluLinalg`` (``lock``).
 
-``choose_backend`` picks by size (overridable): the dense path up to ``DENSE_MAX_N`` unknowns.
-Both backends solve the same systems, so results agree to round-off.
+``choose_backend`` picks by size (overridable): dense up to ``DENSE_MAX_N`` unknowns. Both
+solve the same systems, so results agree to round-off.
 
-The algebraic block g_z gets its own factorization (``AlgebraicLU``) for the simplified Newton
-iterations that keep z consistent with x (interval ends, checkpoints, dense output) and for the
-spectral-radius estimate of the reduced Jacobian f_x - f_z g_z^-1 g_x.
+``AlgebraicLU`` factorizes g_z on the host (SciPy) for the spectral-radius estimate of the
+reduced Jacobian f_x - f_z g_z^-1 g_x and for the robust algebraic fallbacks.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import threading
+from typing import Any, Literal
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from jax.scipy.linalg import lu_factor, lu_solve
 
 from models.sparsity import JacobianStructure
 
 Backend = Literal["dense", "sparse"]
 DENSE_MAX_N = 200
-"""Largest n_x + n_z factored dense by default (``choose_backend``): measured per RAPTOR attempt
-on this project's cases, the dense path wins below ~200 unknowns (wscc9: 45, ieee14: 81) and
-KLU above (ieee39: 261, ieee118: 843; see docs/raptor.md)."""
+"""Largest n_x + n_z factored dense by default (``choose_backend``; docs/raptor.md has the
+measurements behind it)."""
 
 
 def choose_backend(structure: JacobianStructure, requested: str = "auto") -> Backend:
@@ -49,82 +55,137 @@ def choose_backend(structure: JacobianStructure, requested: str = "auto") -> Bac
     return "dense" if structure.n <= DENSE_MAX_N else "sparse"
 
 
-class ShiftedFactors:
-    """Factorizations of a batch of matrices with the structure's pattern; ``solve`` takes
-    right-hand sides shaped (batch, n, k) and returns solutions of the same shape."""
-
-    def solve(self, rhs: np.ndarray) -> np.ndarray:  # pragma: no cover - interface
-        raise NotImplementedError
-
-
-class _DenseFactors(ShiftedFactors):
-    def __init__(self, structure: JacobianStructure, values: np.ndarray) -> None:
-        self.lus = [
-            sla.lu_factor(structure.dense(row), check_finite=False, overwrite_a=True)
-            for row in values
-        ]
-
-    def solve(self, rhs: np.ndarray) -> np.ndarray:
-        return np.stack(
-            [sla.lu_solve(lu, b, check_finite=False) for lu, b in zip(self.lus, rhs, strict=True)]
-        )
-
-
-class _KluFactors(ShiftedFactors):
-    def __init__(self, kernel: _KluKernel, values: np.ndarray) -> None:
-        self.kernel = kernel
-        self.dtype = values.dtype
-        self.numeric = kernel.factor(values)
-
-    def solve(self, rhs: np.ndarray) -> np.ndarray:
-        return self.kernel.solve(self.numeric, rhs.astype(self.dtype, copy=False))
-
-
-class _KluKernel:
-    """KLU's symbolic analysis of one pattern, shared by every numeric factorization."""
+class _Pattern:
+    """Index arrays of the full pattern, E's diagonal and the g_z sub-block."""
 
     def __init__(self, structure: JacobianStructure) -> None:
-        import jax.numpy as jnp
+        n_x = structure.n_x
+        self.n, self.n_x, self.n_z = structure.n, n_x, structure.n_z
+        self.rows, self.cols = structure.rows, structure.cols
+        self.x_diagonal = structure.x_diagonal
+        in_gz = (structure.rows >= n_x) & (structure.cols >= n_x)
+        self.gz_entries = np.flatnonzero(in_gz)
+        self.gz_rows = structure.rows[in_gz] - n_x
+        self.gz_cols = structure.cols[in_gz] - n_x
+
+    def shifted(self, vals, shifts):
+        """Entries of E - c J for every c: (len(shifts), nnz), traceable."""
+        out = -shifts[:, None] * vals[None, :].astype(shifts.dtype)
+        return out.at[:, self.x_diagonal].add(1.0)
+
+
+class DenseLinalg:
+    """LAPACK on densified matrices; no state (``handles`` is empty)."""
+
+    backend: Backend = "dense"
+
+    def __init__(self, structure: JacobianStructure, n_slots: int) -> None:
+        self.pattern = _Pattern(structure)
+        self.lock = threading.Lock()
+
+    def handles(self) -> dict:
+        return {}
+
+    def _dense(self, values, n, rows, cols):
+        return jnp.zeros(values.shape[:-1] + (n, n), values.dtype).at[..., rows, cols].set(values)
+
+    def factor_shifted(self, vals, shifts, handles, which: str):
+        pat = self.pattern
+        mats = self._dense(pat.shifted(vals, shifts), pat.n, pat.rows, pat.cols)
+        return jax.vmap(lu_factor)(mats)
+
+    def solve_shifted(self, factors, rhs):
+        """rhs (S, n, k) -> (S, n, k)."""
+        return jax.vmap(lambda lu, piv, b: lu_solve((lu, piv), b))(factors[0], factors[1], rhs)
+
+    def factor_algebraic(self, vals, handles):
+        pat = self.pattern
+        return lu_factor(self._dense(vals[pat.gz_entries], pat.n_z, pat.gz_rows, pat.gz_cols))
+
+    def solve_algebraic(self, factors, rhs):
+        """rhs (n_z, k) -> (n_z, k)."""
+        return lu_solve(factors, rhs)
+
+
+class KluLinalg:
+    """KLU refactorizations into handles allocated once per structure and slot count."""
+
+    backend: Backend = "sparse"
+
+    def __init__(self, structure: JacobianStructure, n_slots: int) -> None:
         import klujax
 
         self._klu = klujax
-        self.rows = jnp.asarray(structure.rows, jnp.int32)
-        self.cols = jnp.asarray(structure.cols, jnp.int32)
-        self.symbolic = klujax.analyze(self.rows, self.cols, structure.n)
+        self.pattern = pat = _Pattern(structure)
+        self.lock = threading.Lock()
+        self.rows = jnp.asarray(pat.rows, jnp.int32)
+        self.cols = jnp.asarray(pat.cols, jnp.int32)
+        self.gz_rows = jnp.asarray(pat.gz_rows, jnp.int32)
+        self.gz_cols = jnp.asarray(pat.gz_cols, jnp.int32)
+        self.symbolic = klujax.analyze(self.rows, self.cols, pat.n)
+        self.gz_symbolic = klujax.analyze(self.gz_rows, self.gz_cols, pat.n_z)
+        # numeric handles, allocated once by factorizing regular matrices of each kind: E - c J
+        # and g_z at the system's equilibrium (refactored in place by every attempt)
+        jac0 = np.asarray(structure.values(structure.x0, structure.z0, structure.p0))
+        example = np.asarray(structure.shifted(jac0, np.array([1e-3])))
+        self._numeric = {
+            "slots": klujax.factor(
+                self.rows,
+                self.cols,
+                jnp.asarray(np.repeat(example, n_slots, 0).astype(complex)),
+                self.symbolic,
+            ),
+            "filter": klujax.factor(self.rows, self.cols, jnp.asarray(example), self.symbolic),
+            "gz": klujax.factor(
+                self.gz_rows,
+                self.gz_cols,
+                jnp.asarray(jac0[pat.gz_entries]),
+                self.gz_symbolic,
+            ),
+        }
+        self.analyses = 2
 
-    def factor(self, values: np.ndarray):
-        return self._klu.factor(self.rows, self.cols, values, self.symbolic)
+    def handles(self) -> dict[str, Any]:
+        """The raw handles as arrays (arguments of the compiled code)."""
+        out = {k: jnp.array(v.as_list(), dtype=jnp.uint64) for k, v in self._numeric.items()}
+        out["symbolic"] = jnp.array(self.symbolic.raw, dtype=jnp.uint64)
+        out["gz_symbolic"] = jnp.array(self.gz_symbolic.raw, dtype=jnp.uint64)
+        return out
 
-    def solve(self, numeric, rhs: np.ndarray) -> np.ndarray:
-        return np.asarray(self._klu.solve_with_numeric(numeric, rhs, self.symbolic))
+    def factor_shifted(self, vals, shifts, handles, which: str):
+        """Refactor in place the ``slots`` (complex shifts) or the ``filter`` (one real shift)."""
+        values = self.pattern.shifted(vals, shifts)
+        num = self._klu._refactor_jit(
+            self.rows, self.cols, values, handles["symbolic"], handles[which]
+        )
+        return (num, handles["symbolic"])
+
+    def solve_shifted(self, factors, rhs):
+        num, sym = factors
+        return self._klu._solve_with_numeric_jit(num, rhs, sym).reshape(rhs.shape)
+
+    def factor_algebraic(self, vals, handles):
+        num = self._klu._refactor_jit(
+            self.gz_rows,
+            self.gz_cols,
+            vals[self.pattern.gz_entries][None, :],
+            handles["gz_symbolic"],
+            handles["gz"],
+        )
+        return (num, handles["gz_symbolic"])
+
+    def solve_algebraic(self, factors, rhs):
+        num, sym = factors
+        return self._klu._solve_with_numeric_jit(num, rhs[None], sym).reshape(rhs.shape)
 
 
-class ShiftedLU:
-    """Factors E - c J for batches of shifts c with the chosen backend; counts the numeric
-    factorizations (``factorizations``) and symbolic analyses (``analyses``)."""
-
-    def __init__(self, structure: JacobianStructure, backend: Backend) -> None:
-        self.structure, self.backend = structure, backend
-        self._klu: _KluKernel | None = None
-        self.analyses = 0
-        self.factorizations = 0
-
-    def factor(self, jac_values: np.ndarray, shifts: np.ndarray) -> ShiftedFactors:
-        """Factorizations of E - c J for every c in ``shifts`` (complex when any c is)."""
-        shifts = np.asarray(shifts)
-        values = self.structure.shifted(jac_values, shifts)
-        self.factorizations += len(shifts)
-        if self.backend == "dense":
-            return _DenseFactors(self.structure, values)
-        if self._klu is None:
-            self._klu = _KluKernel(self.structure)
-            self.analyses += 1
-        return _KluFactors(self._klu, values)
+def make_linalg(structure: JacobianStructure, backend: Backend, n_slots: int):
+    return (DenseLinalg if backend == "dense" else KluLinalg)(structure, n_slots)
 
 
 class AlgebraicLU:
-    """The factorized algebraic block g_z of a Jacobian (dense LAPACK or SuperLU), with the
-    blocks f_x, f_z, g_x kept for products with the reduced Jacobian."""
+    """g_z factorized on the host (dense LAPACK or SuperLU), with f_x, f_z, g_x kept for
+    products with the reduced Jacobian."""
 
     def __init__(self, structure: JacobianStructure, jac_values: np.ndarray, backend: Backend):
         n_x = structure.n_x

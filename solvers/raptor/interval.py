@@ -1,4 +1,5 @@
-"""One RAPTOR interval attempt on the unreduced DAE (x and z together), sparse or dense.
+"""One RAPTOR interval attempt on the unreduced DAE (x and z together), compiled once per
+system structure, with dense or sparse (KLU) linear algebra.
 
 Unknowns: the stage increments Y = X - 1 x_k^T of the differential states and the algebraic
 values Z at the M collocation points (``basis``). The collocation equations
@@ -12,198 +13,282 @@ T^-1 decouples it, as Radau5 does for DAEs with its stage matrix, into M systems
 
     (E - h lam_j J) u_j = (T^-1 [-R_Y ; h Q G])_j,          [dY ; dZ] = Re(T U)
 
-each with J's own sparsity pattern (complex for conjugate pairs, one factorization per pair).
-So no separate algebraic Newton runs at the collocation points, and nothing is ever reduced
-(the reduced Jacobian f_x - f_z g_z^-1 g_x fills in: 15 % dense on IEEE 118 against J's 0.6 %).
+each with J's own sparsity pattern (complex for conjugate pairs; one factorization per pair).
+Nothing is reduced: the reduced Jacobian f_x - f_z g_z^-1 g_x fills in (15 % dense on IEEE 118
+against J's 0.6 %), and no separate algebraic Newton solve runs per collocation point.
 
 An attempt
 
-1. factorizes E - h lam_s J for every slot s and the real E - h J (predictor and filter);
+1. factorizes E - h lam_s J for every slot s, the real E - h J (predictor and filter) and g_z
+   (``solvers.shifted_lu``: dense LAPACK or KLU refactorizations);
 2. initializes Y from the start and predicted end derivatives, x_hat = x_k + h (I - h A)^-1 f_k
-   (linearly implicit Euler through E - h J: the reduced (I - h A)^-1 is its x-block), Z linear
-   between z_k and the linearized z_hat, biased to the previous interval's coefficients;
-3. iterates the chord update, each followed by one simplified-Newton pass on g at all points
-   (``Z_PASSES``), with Hairer-Wanner control on the contraction rate theta of the
-   scaled update of x (the tolerances are set in state units; z follows x, and its
-   consistency is enforced where it is used: at the interval end and at the checkpoints);
-4. makes the end consistent (simplified Newton on g with the frozen g_z) and evaluates the
-   acceptance indicator: the DAE residual h x_w'(s) - h f(x_w(s), z(s)) at the off-grid
-   checkpoints, z(s) consistent there, filtered by (I - h A)^-1 (the x-block of
-   (E - h J)^-1) and normalised by atol + rtol |x|, RMS over points and states.
+   (linearly implicit Euler through E - h J: the reduced (I - h A)^-1 is its x-block), and Z
+   linear between z_k and the linearized z_hat, biased to the previous interval's coefficients;
+3. iterates the chord update, each followed by ``Z_PASSES`` simplified-Newton passes on g at all
+   points with the frozen g_z, with Hairer-Wanner control on the contraction rate theta of the
+   scaled update of x (the tolerances are in state units);
+4. makes the end consistent (simplified Newton on g) and evaluates the acceptance indicator:
+   the DAE residual h x_w'(s) - h f(x_w(s), z(s)) at the off-grid checkpoints, z(s) consistent
+   there, filtered by (I - h A)^-1 (the x-block of (E - h J)^-1) and normalised by
+   atol + rtol |x|, RMS over points and states.
 
-The linear algebra is ``solvers.shifted_lu``: dense LAPACK for small systems, KLU with one
-symbolic analysis per structure for large ones: the same systems, so the two agree to round-off.
+Shapes (n_x, n_z, N, M, slots) and iteration caps are static; h, J's entries, the bank index,
+parameters and states are traced, so nothing recompiles between intervals or scenarios.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+import weakref
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from solvers.dae_eval import DAEEvaluator, JacobianAt
+from models.dae import DAESystem
 from solvers.raptor.basis import collocation_points
-from solvers.shifted_lu import ShiftedFactors, ShiftedLU
+from solvers.reduced import ALGEBRAIC_TOL
 
+STATUS_RUNNING, STATUS_CONVERGED, STATUS_DIVERGED = 0, 1, 2
 Z_PASSES = 1
 """Simplified-Newton passes on g (frozen g_z, all points at once) after each chord update. The
-chord matrix is linear in z, but g is not (machine angles rotate the network interface), and
-moving Z back towards g = 0 keeps F on the constraint manifold: on wscc9 (bus-7 fault, rtol
-1e-6) 0 passes took 33 accepted + 12 rejected intervals, 1 pass 26 + 8, 2-3 passes 26 + 8."""
+chord matrix is linear in z but g is not (machine angles rotate the network interface); moving
+Z back towards g = 0 keeps F on the constraint manifold: on wscc9 (bus-7 fault, rtol 1e-6)
+0 passes took 33 accepted + 12 rejected intervals, 1 pass 26 + 8, 2-3 passes 26 + 8."""
+ALG_MAX_ITER = 12
+"""Cap on simplified-Newton iterations that make z consistent (warm starts need 1-3)."""
 NEGLIGIBLE_UPDATE = 1e-6
 """A chord update this small (in units of the tolerance) is converged whatever the rate: at an
 equilibrium the updates are round-off, whose 'rate' is meaningless."""
 
 
-@dataclass
-class ChordFactors:
-    """The factorizations of one (h, J) pair: every slot's E - h lam_s J (complex) and the real
-    E - h J of the predictor and the filter."""
+def make_stages(system: DAESystem, linalg):
+    """The stages of an attempt as traceable functions over ``linalg`` (``shifted_lu``)."""
+    f, g = system.f, system.g
+    fg_points = jax.vmap(lambda x, z, p: (f(x, z, p), g(x, z, p)), in_axes=(0, 0, None))
+    n_x = system.n_x
 
-    h: float
-    jac: JacobianAt
-    slots: ShiftedFactors
-    filter: ShiftedFactors
+    def consistent(xs, zs, p, gz):
+        """Simplified Newton on g at every row with the frozen g_z; returns (z, f at z,
+        max |g|, iterations)."""
 
-    def filter_solve(self, rhs: np.ndarray) -> np.ndarray:
+        def cond(c):
+            return (c["it"] < ALG_MAX_ITER) & (c["res"] > 0.1 * ALGEBRAIC_TOL) & c["improving"]
+
+        def body(c):
+            zs_new = c["z"] - linalg.solve_algebraic(gz, c["g"].T).T
+            f_new, g_new = fg_points(xs, zs_new, p)
+            res = jnp.max(jnp.abs(g_new))
+            res = jnp.where(jnp.isfinite(res), res, jnp.inf)
+            return {
+                "z": zs_new,
+                "f": f_new,
+                "g": g_new,
+                "res": res,
+                "it": c["it"] + 1,
+                "improving": res < c["res"],
+            }
+
+        f0, g0 = fg_points(xs, zs, p)
+        res0 = jnp.max(jnp.abs(g0))
+        init = {"z": zs, "f": f0, "g": g0, "res": res0, "it": 0, "improving": True}
+        out = jax.lax.while_loop(cond, body, init)
+        return out["z"], out["f"], out["res"], out["it"] + 1
+
+    def factorize(jvals, h, slot_lam, handles):
+        slots = linalg.factor_shifted(jvals, h * slot_lam, handles, "slots")
+        filt = linalg.factor_shifted(jvals, jnp.reshape(h, (1,)), handles, "filter")
+        return slots, filt, linalg.factor_algebraic(jvals, handles)
+
+    def filter_solve(filt, rhs):
         """(E - h J)^-1 rhs for rhs (n, k) real."""
-        return self.filter.solve(rhs[None])[0]
+        return linalg.solve_shifted(filt, rhs[None])[0]
+
+    def decoupled_solve(slots, rhs_hat, bank):
+        """Re(T U), U_j = (E - h lam_j J)^-1 rhs_hat_j: each slot's factorization solves its
+        owner's right-hand side and the conjugate of its partner's."""
+        both = jnp.stack(
+            [rhs_hat[bank["slot_owner"]], jnp.conj(rhs_hat[bank["slot_partner"]])], axis=2
+        )
+        sol = linalg.solve_shifted(slots, both)  # (S, n, 2)
+        picked = sol[bank["slot_of"], :, bank["is_partner"]]  # (M, n)
+        u = jnp.where(bank["is_partner"][:, None] > 0, jnp.conj(picked), picked)
+        return jnp.real(bank["t"] @ u)
+
+    def initial_guess(x_k, z_k, f_k, h, p, filt, gz, jvals, bank, w_prev, mu, implicit):
+        rhs = jnp.concatenate([h * f_k, jnp.zeros(system.n_z)])
+        dw = filter_solve(filt, rhs[:, None])[:, 0]
+        dx_fe = h * f_k
+        # forward Euler's z follows the linearized constraint: g_x dx + g_z dz = 0
+        g_x_dx = _g_x_product(jvals, dx_fe)
+        dz_fe = -linalg.solve_algebraic(gz, g_x_dx[:, None])[:, 0]
+        dx = jnp.where(implicit > 0, dw[:n_x], dx_fe)
+        dz = jnp.where(implicit > 0, dw[n_x:], dz_fe)
+        x_hat, z_hat = x_k + dx, z_k + dz
+        f_hat = f(x_hat, z_hat, p)
+        b = h * jnp.stack([f_k, f_hat])  # (2, n_x): h x'(0), h x'(1)
+        w_fit = bank["init_reg"] @ (bank["init_e"].T @ b + mu * w_prev)
+        y0 = jnp.where(mu > 0, bank["psi_colloc"] @ w_fit, bank["init_map"] @ b)
+        s = jnp.asarray(collocation_points(y0.shape[0]))[:, None]
+        return y0, z_k + s * (z_hat - z_k)
+
+    rows_gx, cols_gx, entries_gx = _g_x_block(linalg.pattern)
+
+    def _g_x_product(jvals, v):
+        return jnp.zeros(system.n_z).at[rows_gx].add(jvals[entries_gx] * v[cols_gx])
+
+    def chord_update(y, zc, x_k, h, p, slots, gz, bank):
+        xc = x_k + y
+        fc, gc = fg_points(xc, zc, p)
+        rhs = jnp.concatenate([-(y - h * (bank["q"] @ fc)), h * (bank["q"] @ gc)], axis=1)
+        du = decoupled_solve(slots, bank["t_inv"] @ rhs.astype(bank["t_inv"].dtype), bank)
+        y_new, zc_new = y + du[:, :n_x], zc + du[:, n_x:]
+        for _ in range(Z_PASSES):
+            _, g_new = fg_points(x_k + y_new, zc_new, p)
+            zc_new = zc_new - linalg.solve_algebraic(gz, g_new.T).T
+        return du[:, :n_x], y_new, zc_new
+
+    def indicator(x_k, z_k, y, zc, h, p, filt, gz, bank, rtol, atol):
+        x_chk = x_k + bank["check_values"] @ y
+        z_guess = z_k + bank["check_values"] @ (zc - z_k)
+        _, f_chk, _, it = consistent(x_chk, z_guess, p, gz)
+        defect = bank["check_slopes"] @ y - h * f_chk  # (M, n_x)
+        rhs = jnp.concatenate([defect, jnp.zeros((defect.shape[0], system.n_z))], axis=1)
+        filtered = filter_solve(filt, rhs.T).T[:, :n_x]
+        scale = atol + rtol * jnp.maximum(jnp.abs(x_k), jnp.abs(x_chk))
+        err = jnp.sqrt(jnp.mean((filtered / scale) ** 2))
+        return jnp.where(jnp.isfinite(err), err, jnp.inf), it
+
+    return {
+        "consistent": consistent,
+        "factorize": factorize,
+        "initial_guess": initial_guess,
+        "chord_update": chord_update,
+        "indicator": indicator,
+    }
 
 
-@dataclass
-class AttemptResult:
-    converged: bool
-    y: np.ndarray  # (M, n_x)
-    zc: np.ndarray  # (M, n_z)
-    x_end: np.ndarray
-    z_end: np.ndarray
-    f_end: np.ndarray
-    w: np.ndarray  # (N, n_x) coefficients
-    err: float
-    iterations: int
-    rate_max: float
-    consistent: bool
+def _g_x_block(pattern):
+    """(rows, cols, entry positions) of J's g_x block, rows local to the block."""
+    n_x = pattern.n_x
+    mask = (pattern.rows >= n_x) & (pattern.cols < n_x)
+    return (
+        jnp.asarray(pattern.rows[mask] - n_x),
+        jnp.asarray(pattern.cols[mask]),
+        jnp.asarray(np.flatnonzero(mask)),
+    )
 
 
-class IntervalSolver:
-    """Attempts of one RAPTOR configuration on one system (bank set, LU backend)."""
-
-    def __init__(self, lu: ShiftedLU, n_colloc: int) -> None:
-        self.lu = lu
-        self.n_x, self.n_z = lu.structure.n_x, lu.structure.n_z
-        self.s_colloc = collocation_points(n_colloc)
-
-    def factorize(self, h: float, jac: JacobianAt, bank) -> ChordFactors:
-        slots = self.lu.factor(jac.values, h * bank.lam[bank.slot_owner])
-        return ChordFactors(h, jac, slots, self.lu.factor(jac.values, np.array([h])))
+def make_attempt(system: DAESystem, linalg, max_newton: int):
+    """The attempt function (pure JAX; see module doc)."""
+    st = make_stages(system, linalg)
 
     def attempt(
-        self,
-        ev: DAEEvaluator,
-        chord: ChordFactors,
-        bank,
-        x_k: np.ndarray,
-        z_k: np.ndarray,
-        f_k: np.ndarray,
-        w_prev: np.ndarray,
-        mu: float,
-        *,
-        rtol: float,
-        atol: float,
-        kappa: float,
-        implicit: bool,
-        max_newton: int,
-    ) -> AttemptResult:
-        n_x = self.n_x
-        h = chord.h
-        kern = ev.kernels
-        m = len(self.s_colloc)
-        # 2. initial guess
-        if implicit:
-            dw = chord.filter_solve(np.concatenate([h * f_k, np.zeros(self.n_z)])[:, None])[:, 0]
-            dx, dz = dw[:n_x], dw[n_x:]
-        else:
-            dx = h * f_k
-            dz = -chord.jac.algebraic.solve(chord.jac.algebraic.g_x @ dx)
-        x_hat, z_hat = x_k + dx, z_k + dz
-        f_hat = ev.f(x_hat, z_hat)
-        b = h * np.stack([f_k, f_hat])
-        if mu > 0:
-            w_fit = bank.init_reg @ (bank.init_e.T @ b + mu * w_prev)
-            y = bank.psi_colloc @ w_fit
-        else:
-            y = bank.init_map @ b
-        zc = z_k + self.s_colloc[:, None] * (z_hat - z_k)[None, :]
-        # 3. chord iteration
-        dnorm_prev, rate_max, converged, it = np.inf, 0.0, False, 0
-        for it in range(1, max_newton + 1):
-            xc = x_k + y
-            f, g = kern.fg(xc, zc, ev.p)
-            ev.stats.rhs_evaluations += m
-            rhs = np.concatenate([-(y - h * (bank.q @ f)), h * (bank.q @ g)], axis=1)
-            du = self._decoupled_solve(chord, bank, bank.t_inv @ rhs)
-            dy, dzc = du[:, :n_x], du[:, n_x:]
-            scale = atol + rtol * np.maximum(np.abs(x_k), np.abs(xc))
-            dnorm = np.sqrt(np.mean((dy / scale) ** 2))
-            y, zc = y + dy, zc + dzc
-            for _ in range(Z_PASSES):
-                _, g_new = kern.fg(x_k + y, zc, ev.p)
-                zc = zc - chord.jac.algebraic.solve(g_new.T).T
-                ev.stats.algebraic_iterations += 1
-            if not (np.isfinite(dnorm) and np.all(np.isfinite(y))):
-                break
-            rate = dnorm / dnorm_prev if it > 1 else 0.0
-            rate_max = max(rate_max, rate)
-            if dnorm <= NEGLIGIBLE_UPDATE or (
-                it > 1 and rate < 1.0 and rate / (1.0 - rate) * dnorm < kappa
-            ):
-                converged = True
-                break
-            if it > 1 and (rate >= 1.0 or rate ** (max_newton - it) / (1.0 - rate) * dnorm > kappa):
-                break
-            dnorm_prev = dnorm
-        ev.stats.newton_iterations += it
-        if not converged:
-            return AttemptResult(False, y, zc, x_k, z_k, f_k, w_prev, np.inf, it, rate_max, False)
-        # 4. consistent end and the acceptance indicator
-        x_end = x_k + y[-1]
-        z_end, f_end, consistent = ev.simplified_newton(x_end[None], zc[-1:], chord.jac.algebraic)
-        err = self._indicator(ev, chord, bank, x_k, z_k, y, zc, rtol, atol)
-        return AttemptResult(
-            True,
-            y,
-            zc,
-            x_end,
-            z_end[0],
-            f_end[0],
-            bank.d_pinv @ (bank.q_inv @ y),
-            err,
-            it,
-            rate_max,
-            consistent,
+        x_k, z_k, f_k, h, p, jvals, handles, banks, idx, w_prev, mu, rtol, atol, kappa, implicit
+    ):
+        bank = {name: arr[idx] for name, arr in banks.items()}
+        slots, filt, gz = st["factorize"](jvals, h, bank["lam"][bank["slot_owner"]], handles)
+        y0, zc0 = st["initial_guess"](
+            x_k, z_k, f_k, h, p, filt, gz, jvals, bank, w_prev, mu, implicit
         )
 
-    def _decoupled_solve(self, chord: ChordFactors, bank, rhs_hat: np.ndarray) -> np.ndarray:
-        """Re(T U) with U_j = (E - h lam_j J)^-1 rhs_hat_j: each slot's factorization solves its
-        owner's right-hand side and the conjugate of its partner's (conj(lam) gives conj(sol))."""
-        both = np.stack(
-            [rhs_hat[bank.slot_owner], np.conj(rhs_hat[bank.slot_partner])], axis=2
-        )  # (S, n, 2)
-        sol = chord.slots.solve(both)
-        u = sol[bank.slot_of, :, bank.is_partner]  # (M, n)
-        u = np.where(bank.is_partner[:, None] > 0, np.conj(u), u)
-        return np.real(bank.t @ u)
+        def cond(c):
+            return c["status"] == STATUS_RUNNING
 
-    def _indicator(
-        self, ev: DAEEvaluator, chord: ChordFactors, bank, x_k, z_k, y, zc, rtol, atol
-    ) -> float:
-        """Filtered DAE residual at the off-grid checkpoints, RMS in units of the tolerance."""
-        x_chk = x_k + bank.check_values @ y
-        z_guess = z_k + bank.check_values @ (zc - z_k)
-        _, f_chk, _ = ev.simplified_newton(x_chk, z_guess, chord.jac.algebraic)
-        defect = bank.check_slopes @ y - chord.h * f_chk  # (M, n_x)
-        rhs = np.concatenate([defect, np.zeros((defect.shape[0], self.n_z))], axis=1)
-        filtered = chord.filter_solve(rhs.T).T[:, : self.n_x]
-        scale = atol + rtol * np.maximum(np.abs(x_k), np.abs(x_chk))
-        err = float(np.sqrt(np.mean((filtered / scale) ** 2)))
-        return err if np.isfinite(err) else np.inf
+        def body(c):
+            dy, y_new, zc_new = st["chord_update"](c["y"], c["zc"], x_k, h, p, slots, gz, bank)
+            scale = atol + rtol * jnp.maximum(jnp.abs(x_k), jnp.abs(x_k + c["y"]))
+            dnorm = jnp.sqrt(jnp.mean((dy / scale) ** 2))
+            it = c["it"] + 1
+            rate = jnp.where(c["it"] > 0, dnorm / c["dnorm"], 0.0)
+            finite = jnp.all(jnp.isfinite(y_new)) & jnp.isfinite(dnorm)
+            converged = (dnorm <= NEGLIGIBLE_UPDATE) | (
+                (c["it"] > 0) & (rate < 1.0) & (rate / (1.0 - rate) * dnorm < kappa)
+            )
+            slow = (
+                (c["it"] > 0)
+                & ~converged
+                & ((rate >= 1.0) | (rate ** (max_newton - it) / (1.0 - rate) * dnorm > kappa))
+            )
+            status = jnp.where(
+                ~finite | slow,
+                STATUS_DIVERGED,
+                jnp.where(
+                    converged,
+                    STATUS_CONVERGED,
+                    jnp.where(it >= max_newton, STATUS_DIVERGED, STATUS_RUNNING),
+                ),
+            )
+            return {
+                "y": y_new,
+                "zc": zc_new,
+                "it": it,
+                "dnorm": dnorm,
+                "rate_max": jnp.maximum(c["rate_max"], rate),
+                "status": status,
+            }
+
+        init = {
+            "y": y0,
+            "zc": zc0,
+            "it": 0,
+            "dnorm": jnp.inf,
+            "rate_max": 0.0,
+            "status": STATUS_RUNNING,
+        }
+        out = jax.lax.while_loop(cond, body, init)
+        y, zc = out["y"], out["zc"]
+        x_end = x_k + y[-1]
+        z_end, f_end, g_end, it_end = st["consistent"](x_end[None], zc[-1:], p, gz)
+        err, it_chk = st["indicator"](x_k, z_k, y, zc, h, p, filt, gz, bank, rtol, atol)
+        return {
+            "y": y,
+            "zc": zc,
+            "x_end": x_end,
+            "z_end": z_end[0],
+            "f_end": f_end[0],
+            "w": bank["d_pinv"] @ (bank["q_inv"] @ y),
+            "err": err,
+            "status": out["status"],
+            "newton_iterations": out["it"],
+            "rate_max": out["rate_max"],
+            "alg_iterations": it_end + it_chk + out["it"] * Z_PASSES,
+            "g_end": g_end,
+            "gz": gz,
+        }
+
+    return attempt
+
+
+def make_dense(system: DAESystem, linalg):
+    """Dense output of an accepted interval for a batch of samples: x(s) = x_k + L(s) Y (rows
+    L(s) from ``Bank.value_rows``), z(s) consistent by simplified Newton with the interval's
+    g_z factorization, and the named outputs. Returns (x, z, outputs, max |g|)."""
+    st = make_stages(system, linalg)
+    outputs = system.outputs or (lambda x, z, p: jnp.zeros(0))
+    outputs_points = jax.vmap(outputs, in_axes=(0, 0, None))
+    g_points = jax.vmap(system.g, in_axes=(0, 0, None))
+
+    def dense(x_k, rows, y, z_guess, p, gz):
+        xs = x_k + rows @ y
+        zs, _, _, _ = st["consistent"](xs, z_guess, p, gz)
+        residual = jnp.max(jnp.abs(g_points(xs, zs, p)), axis=1)
+        return xs, zs, outputs_points(xs, zs, p), residual
+
+    return dense
+
+
+_CACHE: weakref.WeakKeyDictionary[DAESystem, dict] = weakref.WeakKeyDictionary()
+
+
+def compiled(system: DAESystem, key: tuple, build, example_args: tuple) -> tuple[Any, float]:
+    """AOT-compiled ``build()`` for ``system`` cached under ``key`` (shapes, backend, caps),
+    and the compile seconds this call spent (0 when cached)."""
+    per_system = _CACHE.setdefault(system, {})
+    if key in per_system:
+        return per_system[key], 0.0
+    start = time.perf_counter()
+    executable = jax.jit(build()).lower(*example_args).compile()
+    per_system[key] = executable
+    return executable, time.perf_counter() - start

@@ -4,29 +4,30 @@ Per interval try it chooses the shape-parameter level from h * rho (rho: spectra
 reduced Jacobian at the interval start, estimated on the sparse operator), the draw by the
 attempt counter (a rejection redraws), and whether to continue from the previous coefficients
 (same draw, smooth stretch) or start fresh (after events and rejections). The Jacobian is kept
-across intervals while the chord iteration contracts fast, and the factorizations are kept
-while h is also unchanged (the controller holds h when it would grow by less than
-``hold_growth``, as Radau5 does); streaming, progress, time limits and failure mapping are the
-driver's.
+across intervals while the chord iteration contracts fast; streaming, progress, time limits
+and failure mapping are the driver's. The attempt and the dense output are compiled once per
+system structure, backend and shapes (``interval.compiled``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from models.dae import DAESystem, Scenario
 from models.kernels import SAMPLE_BATCH
-from models.sparsity import jacobian_structure
-from solvers.dae_eval import DAEEvaluator, JacobianAt, point_kernels
+from models.sparsity import JacobianStructure, jacobian_structure
+from solvers.dae_eval import DAEEvaluator, point_kernels
 from solvers.raptor.basis import BankSet, build_banks, collocation_points
 from solvers.raptor.control import PIController, starting_interval
-from solvers.raptor.interval import AttemptResult, ChordFactors, IntervalSolver
+from solvers.raptor.interval import STATUS_CONVERGED, compiled, make_attempt, make_dense
 from solvers.raptor.options import RaptorOptions
 from solvers.reduced import ALGEBRAIC_TOL
 from solvers.result import SolveResult, Stats
-from solvers.shifted_lu import ShiftedLU, choose_backend
+from solvers.shifted_lu import AlgebraicLU, choose_backend, make_linalg
 from solvers.status import FailureReason
 from solvers.stepping import Advance, StepFailure, initial_state, run_stepper
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
@@ -77,6 +78,102 @@ def banks_for(options: RaptorOptions) -> BankSet:
     )
 
 
+class _Compiled:
+    """The compiled attempt and dense output of one system, backend and configuration, with
+    the linear-algebra state they share (KLU handles)."""
+
+    _cache: dict = {}
+
+    def __init__(self, system, structure: JacobianStructure, banks: BankSet, opts, backend):
+        self.linalg = _linalg_for(structure, backend, banks.stacked["slot_owner"].shape[1])
+        self.handles = self.linalg.handles()
+        self.device_banks = {k: jnp.asarray(v) for k, v in banks.stacked.items()}
+        n_x, n_z = system.n_x, system.n_z
+        x, z = np.asarray(system.x0, float), np.asarray(system.z0, float)
+        p = {k: jnp.asarray(v, jnp.float64) for k, v in system.params.items()}
+        args = _attempt_args(
+            x,
+            z,
+            x,
+            1e-3,
+            p,
+            np.zeros(structure.nnz),
+            self.handles,
+            self.device_banks,
+            0,
+            np.zeros((opts.n_rbf, n_x)),
+            0.0,
+            opts,
+        )
+        key = (
+            "attempt",
+            backend,
+            opts.max_newton,
+            opts.n_rbf,
+            opts.n_colloc,
+            self.device_banks["q"].shape[0],
+            self.device_banks["slot_owner"].shape[1],
+        )
+        self.attempt, seconds = compiled(
+            system, key, lambda: make_attempt(system, self.linalg, opts.max_newton), args
+        )
+        gz_example = jax.eval_shape(
+            lambda: self.linalg.factor_algebraic(jnp.zeros(structure.nnz), self.handles)
+        )
+        gz_example = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), gz_example)
+        dense_args = (
+            x,
+            np.zeros((SAMPLE_BATCH, opts.n_colloc)),
+            np.zeros((opts.n_colloc, n_x)),
+            np.zeros((SAMPLE_BATCH, n_z)),
+            p,
+            gz_example,
+        )
+        self.dense, dense_seconds = compiled(
+            system,
+            ("dense", backend, opts.n_colloc),
+            lambda: make_dense(system, self.linalg),
+            dense_args,
+        )
+        self.compile_seconds = seconds + dense_seconds
+
+
+_LINALG: dict = {}
+
+
+def _linalg_for(structure: JacobianStructure, backend: str, n_slots: int):
+    """One linear-algebra object (and so one set of KLU handles and symbolic analyses) per
+    structure, backend and slot count, kept for the process."""
+    key = (id(structure), backend, n_slots)
+    entry = _LINALG.get(key)
+    if entry is None or entry[0] is not structure:
+        entry = _LINALG[key] = (structure, make_linalg(structure, backend, n_slots), [True])
+    return entry[1]
+
+
+def _attempt_args(x, z, f, h, p, jvals, handles, banks, idx, w_prev, mu, opts) -> tuple:
+    """Arguments of the compiled attempt (host arrays passed as NumPy: no per-argument
+    dispatch)."""
+    f64 = np.float64
+    return (
+        np.asarray(x, f64),
+        np.asarray(z, f64),
+        np.asarray(f, f64),
+        f64(h),
+        p,
+        np.asarray(jvals, f64),
+        handles,
+        banks,
+        np.int32(idx),
+        np.asarray(w_prev, f64),
+        f64(mu),
+        f64(opts.rtol),
+        f64(opts.atol),
+        f64(opts.chord_tol),
+        f64(opts.predictor == "linearly_implicit"),
+    )
+
+
 def raptor_steps(method: str = "raptor"):
     """The stepper (``solvers.stepping.Stepper``) of RAPTOR."""
 
@@ -91,35 +188,45 @@ def raptor_steps(method: str = "raptor"):
         kernels = point_kernels(system)
         compiled_before = kernels.compile_seconds
         banks = banks_for(options)
-        lu = ShiftedLU(structure, choose_backend(structure, options.linear_solver))
-        solver = IntervalSolver(lu, options.n_colloc)
+        backend = choose_backend(structure, options.linear_solver)
+        analyses_before = _analyses(structure, backend)
+        code = _Compiled(system, structure, banks, options, backend)
+        stats.compile_seconds += structure_seconds + code.compile_seconds
+        stats.symbolic_analyses += _analyses(structure, backend) - analyses_before
         x, z = initial_state(system, scenario)
         try:
             for segment in segments(system, scenario):
-                ev = DAEEvaluator(system, segment.params, lu.backend, stats, kernels, structure)
+                ev = DAEEvaluator(system, segment.params, backend, stats, kernels, structure)
                 z = ev.consistent_z(x, z)
                 if segment.event is not None:
                     builder.events.append({"time": segment.t_start, "label": segment.event.label})
                 builder.accept(segment.t_start, x, z)
-                x, z = yield from _segment(
-                    solver,
-                    banks,
-                    ev,
-                    options,
-                    stats,
-                    builder,
-                    segment.t_start,
-                    segment.t_end,
-                    x,
-                    z,
-                    is_last=segment.t_end >= scenario.t_end,
-                )
+                with code.linalg.lock:
+                    x, z = yield from _segment(
+                        code,
+                        banks,
+                        ev,
+                        options,
+                        stats,
+                        builder,
+                        segment.t_start,
+                        segment.t_end,
+                        x,
+                        z,
+                        is_last=segment.t_end >= scenario.t_end,
+                    )
         finally:
-            stats.compile_seconds += structure_seconds + kernels.compile_seconds - compiled_before
-            stats.lu_factorizations += lu.factorizations
-            stats.symbolic_analyses += lu.analyses
+            stats.compile_seconds += kernels.compile_seconds - compiled_before
 
     return stepper
+
+
+def _analyses(structure: JacobianStructure, backend: str) -> int:
+    return sum(
+        getattr(entry[1], "analyses", 0)
+        for key, entry in _LINALG.items()
+        if entry[0] is structure and key[1] == backend
+    )
 
 
 def run_raptor(
@@ -137,7 +244,7 @@ def run_raptor(
 
 
 def _segment(
-    solver: IntervalSolver,
+    code: _Compiled,
     banks: BankSet,
     ev: DAEEvaluator,
     opts: RaptorOptions,
@@ -157,12 +264,10 @@ def _segment(
 
     h = opts.first_step or starting_interval(x, f_k, f_at, opts.rtol, opts.atol, opts.order_hint)
     h_cap = opts.max_interval or np.inf
-    controller = PIController(
-        opts.safety, opts.k_i, opts.k_p, opts.fac_min, opts.fac_max, opts.hold_growth
-    )
-    jac: JacobianAt | None = None
+    controller = PIController(opts.safety, opts.k_i, opts.k_p, opts.fac_min, opts.fac_max)
+    n_slots = banks.stacked["slot_owner"].shape[1]
+    jvals: np.ndarray | None = None
     jac_fresh = False
-    chord: ChordFactors | None = None
     rho = 0.0
     draw = 0
     prev_idx, w_prev, h_prev = -1, np.zeros((opts.n_rbf, x.size)), 1.0
@@ -177,50 +282,66 @@ def _segment(
                 f"the interval shrank below min_interval = {opts.min_interval:g} s",
                 t,
             )
-        if jac is None:
-            jac = ev.jacobian(x, z)
-            rho, jac_fresh, chord = (
-                spectral_radius(jac.algebraic.reduced_matvec, x.size),
-                True,
-                None,
-            )
+        if jvals is None:
+            jvals = np.asarray(ev.structure.values(x, z, ev.p))
+            stats.jacobian_evaluations += 1
+            host = AlgebraicLU(ev.structure, jvals, code.linalg.backend)
+            rho, jac_fresh = spectral_radius(host.reduced_matvec, x.size), True
         level = level_for(h * rho, tuple(opts.level_thresholds))
         idx = banks.flat_index(level, draw)
-        bank = banks.bank(level, draw)
-        if chord is None or chord.h != h or chord.jac is not jac or prev_idx != idx:
-            chord = solver.factorize(h, jac, bank)
         mu = opts.continuation if (idx == prev_idx and not controller.just_rejected) else 0.0
-        out: AttemptResult = solver.attempt(
-            ev,
-            chord,
-            bank,
-            x,
-            z,
-            f_k,
-            w_prev * (h / h_prev),
-            mu,
-            rtol=opts.rtol,
-            atol=opts.atol,
-            kappa=opts.chord_tol,
-            implicit=opts.predictor == "linearly_implicit",
-            max_newton=opts.max_newton,
+        out = jax.device_get(
+            code.attempt(
+                *_attempt_args(
+                    x,
+                    z,
+                    f_k,
+                    h,
+                    ev.p,
+                    jvals,
+                    code.handles,
+                    code.device_banks,
+                    idx,
+                    w_prev * (h / h_prev),
+                    mu,
+                    opts,
+                )
+            )
         )
-        if not (out.converged and out.consistent):
+        iterations = int(out["newton_iterations"])
+        stats.newton_iterations += iterations
+        stats.algebraic_iterations += int(out["alg_iterations"])
+        stats.lu_factorizations += n_slots + 2  # slots, filter, g_z
+        stats.rhs_evaluations += opts.n_colloc * (iterations * (1 + 1) + 1) + 1
+        ok = int(out["status"]) == STATUS_CONVERGED and float(out["g_end"]) <= ALGEBRAIC_TOL
+        if not ok:
             if not jac_fresh:  # convergence slowed with an old Jacobian: refresh, same h
-                jac = None
+                jvals = None
                 continue
             stats.rejected += 1
             h = controller.rejected(h, np.inf)
             draw += 1
             continue
-        if out.err > 1.0:
+        err = float(out["err"])
+        if err > 1.0:
             stats.rejected += 1
-            h = controller.rejected(h, out.err)
+            h = controller.rejected(h, err)
             draw += 1
             continue
         # accepted
-        _dense_samples(ev, builder, bank, jac, t, h, x, z, out, last=is_last and t + h >= t_end)
-        x, z, f_k = out.x_end, out.z_end, out.f_end
+        _dense_samples(
+            code,
+            ev,
+            builder,
+            banks.bank(level, draw),
+            t,
+            h,
+            x,
+            z,
+            out,
+            last=is_last and t + h >= t_end,
+        )
+        x, z, f_k = np.asarray(out["x_end"]), np.asarray(out["z_end"]), np.asarray(out["f_end"])
         t = t_end if t_end - (t + h) <= 1e-14 * max(1.0, abs(t_end)) else t + h
         stats.accepted += 1
         builder.accept(t, x, z)
@@ -231,26 +352,26 @@ def _segment(
             raise StepFailure(
                 FailureReason.MAX_STEPS, f"more than {opts.max_intervals} accepted intervals", t
             )
-        prev_idx, w_prev, h_prev = idx, out.w, h
-        h = controller.accepted(h, out.err)
-        if out.rate_max < opts.jacobian_reuse_rate:
+        prev_idx, w_prev, h_prev = idx, np.asarray(out["w"]), h
+        h = controller.accepted(h, err)
+        if float(out["rate_max"]) < opts.jacobian_reuse_rate:
             jac_fresh = False
         else:
-            jac = None
+            jvals = None
         yield Advance(t, x, z, ev)
     return x, z
 
 
 def _dense_samples(
+    code: _Compiled,
     ev: DAEEvaluator,
     builder: TrajectoryBuilder,
     bank,
-    jac: JacobianAt,
     t_k: float,
     h: float,
     x_k: np.ndarray,
     z_k: np.ndarray,
-    out: AttemptResult,
+    out: dict,
     *,
     last: bool,
 ) -> None:
@@ -262,22 +383,27 @@ def _dense_samples(
     if len(idx) == 0:
         return
     s = np.clip((builder.t_eval[idx] - t_k) / h, 0.0, 1.0)
-    xs_all = x_k + bank.value_rows(s) @ out.y
-    s_nodes = np.concatenate([[0.0], collocation_points(out.y.shape[0])])
-    z_nodes = np.concatenate([z_k[None, :], out.zc])
+    rows = bank.value_rows(s)
+    s_nodes = np.concatenate([[0.0], collocation_points(out["y"].shape[0])])
+    z_nodes = np.concatenate([z_k[None, :], out["zc"]])
     guesses = z_nodes[np.abs(s[:, None] - s_nodes[None, :]).argmin(axis=1)]
     for start in range(0, len(idx), SAMPLE_BATCH):
         chunk = slice(start, min(start + SAMPLE_BATCH, len(idx)))
         n = chunk.stop - chunk.start
         pad = SAMPLE_BATCH - n
-        xs = np.concatenate([xs_all[chunk], np.repeat(xs_all[chunk][-1:], pad, 0)])
-        guess = np.concatenate([guesses[chunk], np.repeat(guesses[chunk][-1:], pad, 0)])
-        zs, _, ok = ev.simplified_newton(xs, guess, jac.algebraic)
-        if not ok:
-            _, g = ev.kernels.fg(xs, zs, ev.p)
-            for i in np.flatnonzero(~(np.max(np.abs(g), axis=1) <= ALGEBRAIC_TOL)):
-                zs[i] = ev.consistent_z(xs[i], guess[i])
-        ys = ev.kernels.outputs(xs, zs, ev.p)[:n]
-        xs, zs = xs[:n], zs[:n]
+        xs, zs, ys, residual = jax.device_get(
+            code.dense(
+                x_k,
+                np.concatenate([rows[chunk], np.repeat(rows[chunk][-1:], pad, 0)]),
+                out["y"],
+                np.concatenate([guesses[chunk], np.repeat(guesses[chunk][-1:], pad, 0)]),
+                ev.p,
+                out["gz"],
+            )
+        )
+        xs, zs, ys = xs[:n], np.array(zs[:n]), np.array(ys[:n])
+        for i in np.flatnonzero(~(residual[:n] <= ALGEBRAIC_TOL)):
+            zs[i] = ev.consistent_z(xs[i], guesses[chunk][i])
+            ys[i] = ev.outputs(xs[i], zs[i])
         where = idx[chunk]
         builder.x_eval[where], builder.z_eval[where], builder.y_eval[where] = xs, zs, ys
