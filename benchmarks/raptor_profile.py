@@ -77,7 +77,7 @@ def profile(system_name: str, reps: int) -> dict:
     k = int(np.argmax(np.where(t[:-1] >= 0.183, np.diff(t), 0.0)))
     x_k, z_k, h = result.x[k], result.z[k], float(t[k + 1] - t[k])
     params = [seg.params for seg in segments(system, scenario) if seg.t_start <= t[k]][-1]
-    structure, _ = jacobian_structure(system)
+    structure = jacobian_structure(system)[0]
     backend = choose_backend(structure, options.linear_solver)
     banks = banks_for(options)
     code = _Compiled(system, structure, banks, options, backend)

@@ -2,6 +2,8 @@
 module imports this).
 
 * float64 in JAX.
+* JAX's persistent compilation cache under ``RAPTORGRID_JAX_CACHE_DIR`` (``models.executables``,
+  which also keeps the serialized executables of RAPTOR and the sparse Jacobians).
 * One BLAS/LAPACK thread per process by default (``RAPTORGRID_BLAS_THREADS`` overrides). A
   worker runs on one CPU, and the factorizations here are small (n ~ 10-1000): OpenBLAS's
   threads only contend with the other workers. ``benchmarks/blas_threads.py`` on the 2-core
@@ -26,5 +28,8 @@ import scipy.linalg  # noqa: E402, F401  (load SciPy's LAPACK so the limit below
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+from models.executables import enable_persistent_cache  # noqa: E402
+
+enable_persistent_cache()
 if BLAS_THREADS > 0:
     threadpool_limits(limits=BLAS_THREADS, user_api="blas")

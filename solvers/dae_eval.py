@@ -1,17 +1,15 @@
 """Evaluating an unreduced DAE: batched f and g, the sparse Jacobian, consistent z.
 
-The unreduced methods (RAPTOR's chord iteration; see ``solvers.shifted_lu``) never eliminate z
-with a dense Newton per call: they evaluate f and g at many points at once (one compiled,
-vmapped call per batch shape), take the Jacobian from the system's ``JacobianStructure`` (one
-JVP per colour), and keep z consistent with simplified Newton iterations on the factorized g_z.
-Every compile here is timed into ``compile_seconds``, apart from solving.
+The unreduced methods (RAPTOR; see ``solvers.shifted_lu``) never eliminate z with a dense
+Newton per call: they evaluate f and g at many points at once (one compiled, vmapped call per
+batch shape), take the Jacobian from the system's ``JacobianStructure`` (one JVP per colour) and
+solve for a consistent z by Newton on the sparse g_z (at segment starts, after events). Every
+compile here is timed into ``compile_seconds``, apart from solving.
 """
 
 from __future__ import annotations
 
-import time
 import weakref
-from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +17,7 @@ import numpy as np
 from scipy.optimize import root
 
 from models.dae import DAESystem, Params
+from models.executables import load_or_compile
 from models.kernels import as_device_params
 from models.sparsity import JacobianStructure, jacobian_structure
 from solvers.reduced import ALGEBRAIC_TOL, AlgebraicSolveError
@@ -27,8 +26,6 @@ from solvers.shifted_lu import AlgebraicLU, Backend
 
 NEWTON_MAX_ITER = 25
 """Cap on Newton iterations (fresh sparse Jacobian each) for a consistent z."""
-SIMPLIFIED_MAX_ITER = 12
-"""Cap on simplified-Newton iterations with a frozen g_z (warm starts need 1-3)."""
 STEP_TOL = 1e-12
 """Newton stops when its update is below this relative to max(1, |z|)."""
 
@@ -40,17 +37,20 @@ class PointKernels:
     def __init__(self, system: DAESystem) -> None:
         self.system = system
         self.compile_seconds = 0.0
+        self.load_seconds = 0.0
         self._fg: dict[int, object] = {}
         self._out: dict[int, object] = {}
         self._p = as_device_params(system.params)
 
-    def _compile(self, fn, rows: int):
-        start = time.perf_counter()
+    def _compile(self, role: str, fn, rows: int):
         x = jnp.zeros((rows, self.system.n_x))
         z = jnp.zeros((rows, self.system.n_z))
-        compiled = jax.jit(fn).lower(x, z, self._p).compile()
-        self.compile_seconds += time.perf_counter() - start
-        return compiled
+        executable, compile_s, load_s = load_or_compile(
+            self.system, (role, rows), lambda: fn, (x, z, self._p)
+        )
+        self.compile_seconds += compile_s
+        self.load_seconds += load_s
+        return executable
 
     def fg(self, xs: np.ndarray, zs: np.ndarray, p) -> tuple[np.ndarray, np.ndarray]:
         """(F, G): f and g at every row of (xs, zs), shapes (rows, n_x) and (rows, n_z)."""
@@ -59,6 +59,7 @@ class PointKernels:
         if kernel is None:
             system = self.system
             kernel = self._compile(
+                "f and g",
                 jax.vmap(lambda x, z, p: (system.f(x, z, p), system.g(x, z, p)), (0, 0, None)),
                 rows,
             )
@@ -72,7 +73,7 @@ class PointKernels:
         rows = xs.shape[0]
         kernel = self._out.get(rows)
         if kernel is None:
-            kernel = self._compile(jax.vmap(self.system.outputs, (0, 0, None)), rows)
+            kernel = self._compile("outputs", jax.vmap(self.system.outputs, (0, 0, None)), rows)
             self._out[rows] = kernel
         return np.asarray(kernel(xs, zs, p))
 
@@ -85,14 +86,6 @@ def point_kernels(system: DAESystem) -> PointKernels:
     if kernels is None:
         kernels = _KERNELS[system] = PointKernels(system)
     return kernels
-
-
-@dataclass
-class JacobianAt:
-    """The unreduced Jacobian's entries at one point and its factorized g_z block."""
-
-    values: np.ndarray
-    algebraic: AlgebraicLU
 
 
 class DAEEvaluator:
@@ -121,32 +114,15 @@ class DAEEvaluator:
     def outputs(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
         return self.kernels.outputs(x[None], z[None], self.p)[0]
 
-    def jacobian(self, x: np.ndarray, z: np.ndarray) -> JacobianAt:
-        """Entries of J at (x, z) (one JVP per colour) and g_z factorized."""
+    def jacobian_values(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Entries of J at (x, z) in the structure's order (one JVP per colour)."""
         self.stats.jacobian_evaluations += 1
-        values = np.asarray(self.structure.values(x, z, self.p))
-        self.stats.lu_factorizations += 1
-        return JacobianAt(values, AlgebraicLU(self.structure, values, self.backend))
+        return np.asarray(self.structure.values(x, z, self.p))
 
-    def simplified_newton(
-        self, xs: np.ndarray, zs: np.ndarray, algebraic: AlgebraicLU
-    ) -> tuple[np.ndarray, np.ndarray, bool]:
-        """z consistent with every row of ``xs`` by simplified Newton with the frozen g_z, all
-        rows at once. Returns (z, f at the final z, converged: max |g| <= ALGEBRAIC_TOL)."""
-        zs = np.array(zs, dtype=float)
-        prev = np.inf
-        for _ in range(SIMPLIFIED_MAX_ITER):
-            f, g = self.kernels.fg(xs, zs, self.p)
-            self.stats.algebraic_iterations += 1
-            res = float(np.max(np.abs(g))) if g.size else 0.0
-            if not np.isfinite(res):
-                return zs, f, False
-            if res <= 0.1 * ALGEBRAIC_TOL or res >= prev:
-                return zs, f, res <= ALGEBRAIC_TOL
-            prev = res
-            zs -= algebraic.solve(g.T).T
-        f, g = self.kernels.fg(xs, zs, self.p)
-        return zs, f, bool(np.max(np.abs(g)) <= ALGEBRAIC_TOL)
+    def algebraic_lu(self, values: np.ndarray) -> AlgebraicLU:
+        """g_z of the Jacobian ``values`` factorized on the host."""
+        self.stats.lu_factorizations += 1
+        return AlgebraicLU(self.structure, values, self.backend)
 
     def consistent_z(self, x: np.ndarray, z_guess: np.ndarray) -> np.ndarray:
         """z with g(x, z) = 0 by Newton on the sparse g_z (a fresh Jacobian per iteration: after
@@ -159,8 +135,7 @@ class DAEEvaluator:
                 break
             if np.max(np.abs(g), initial=0.0) <= 0.1 * ALGEBRAIC_TOL:
                 return z
-            jac = self.jacobian(x, z)
-            dz = jac.algebraic.solve(g)
+            dz = self.algebraic_lu(self.jacobian_values(x, z)).solve(g)
             z -= dz
             small = np.max(np.abs(dz)) <= STEP_TOL * max(1.0, float(np.max(np.abs(z))))
             if small and np.max(np.abs(self.g(x, z)), initial=0.0) <= ALGEBRAIC_TOL:

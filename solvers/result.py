@@ -18,7 +18,9 @@ class Stats:
     the Newton iterations spent solving 0 = g(x, z) for z (hidden from SciPy's own ``nfev``).
     ``rhs_evaluations`` count evaluations of the right-hand side f. ``lu_factorizations`` count
     numeric factorizations; ``symbolic_analyses`` the sparse solver's pattern analyses (once per
-    network structure and process when the analysis is reused).
+    network structure and process when the analysis is reused). ``compile_seconds`` is time spent
+    compiling, ``load_seconds`` time spent loading executables compiled by an earlier process
+    (``models.executables``); ``solve_seconds`` excludes both.
     """
 
     accepted: int = 0
@@ -30,6 +32,7 @@ class Stats:
     symbolic_analyses: int = 0
     rhs_evaluations: int = 0
     compile_seconds: float = 0.0
+    load_seconds: float = 0.0
     solve_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float | int]:

@@ -121,7 +121,8 @@ class StepRun:
             message = failure_message(reason, str(error), t_fail)
         # compile time is reported on its own, not as solving
         elapsed = time.perf_counter() - start
-        self.stats.solve_seconds = max(0.0, elapsed - self.stats.compile_seconds)
+        overhead = self.stats.compile_seconds + self.stats.load_seconds
+        self.stats.solve_seconds = max(0.0, elapsed - overhead)
         self._result = self.builder.result(
             method=self.method,
             options=self.options.model_dump(),

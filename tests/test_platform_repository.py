@@ -30,6 +30,7 @@ def metrics(**overrides: float) -> dict:
         "symbolic_analyses": 0,
         "rhs_evaluations": 50,
         "compile_seconds": 0.0,
+        "load_seconds": 0.0,
         "solve_seconds": 0.1,
         "runtime_seconds": 0.12,
         "n_points": 51,

@@ -18,7 +18,7 @@ from solvers import solve
 @pytest.mark.parametrize("name", ["wscc9", "ieee39"])
 def test_coloured_sparse_jacobian_equals_dense_autodiff(name):
     system = build_system(name)
-    structure, _ = jacobian_structure(system)
+    structure = jacobian_structure(system)[0]
     rng = np.random.default_rng(1)
     x = np.asarray(system.x0) * (1 + 0.01 * rng.standard_normal(system.n_x))
     z = np.asarray(system.z0) * (1 + 0.01 * rng.standard_normal(system.n_z))
@@ -79,3 +79,46 @@ def test_ieee118_fault_within_tolerance_on_the_sparse_path():
     assert np.max(np.abs(result.x_eval - reference.x_eval)) < 1e-6
     # consistent algebraic states at the samples (the platform's KCL column depends on them)
     assert np.max(np.abs(result.z_eval - reference.z_eval)) < 1e-6
+
+
+WARM_SCRIPT = """
+import json
+from models.disturbances import BusFault
+from models.library import build_system
+from models.scenarios import make_scenario
+from solvers import solve
+
+system = build_system("wscc9")
+scenario = make_scenario(system, BusFault(bus="bus7", t_fault=0.1, t_clear=0.183), t_end=0.5)
+result = solve(system, scenario, "raptor")
+print(json.dumps({"compile": result.stats.compile_seconds, "load": result.stats.load_seconds,
+                  "status": result.status.value, "x_end": result.x_eval[-1].tolist()}))
+"""
+
+
+def test_a_second_process_loads_instead_of_compiling(tmp_path):
+    """Compile once, everywhere: the executables and the Jacobian pattern the first process
+    compiled are loaded by the second, which compiles nothing (stats, not wall time)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAPTORGRID_JAX_CACHE_DIR": str(tmp_path / "store")}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", WARM_SCRIPT],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert first["status"] == second["status"] == "succeeded"
+    assert first["compile"] > 0.0 and first["load"] == 0.0
+    assert second["compile"] == 0.0 and second["load"] > 0.0
+    assert second["x_end"] == first["x_end"]  # the loaded executables compute the same
+    assert any((tmp_path / "store" / "executables").iterdir())

@@ -46,6 +46,7 @@ def metrics(runtime: float) -> dict:
         "symbolic_analyses": 0,
         "rhs_evaluations": 50,
         "compile_seconds": 0.0,
+        "load_seconds": 0.0,
         "solve_seconds": runtime,
         "runtime_seconds": runtime,
         "n_points": 51,

@@ -46,6 +46,7 @@ def metrics(runtime: float, solve: float, accepted: int) -> dict:
         "symbolic_analyses": 0,
         "rhs_evaluations": 50,
         "compile_seconds": runtime - solve,
+        "load_seconds": 0.0,
         "solve_seconds": solve,
         "runtime_seconds": runtime,
         "n_points": 51,

@@ -1,8 +1,7 @@
 """JAX configuration of a worker process, done once after the pool process starts.
 
-The persistent compilation cache lets a fresh worker reuse the executables another worker
-compiled for the same network; its default 1 s threshold would cache nothing here, so it is 0
-(DESIGN §7: first call 0.87 s -> 0.085 s).
+The executable store and the persistent compilation cache let a fresh worker reuse the
+executables another worker compiled for the same network (``models.executables``).
 """
 
 from __future__ import annotations
@@ -14,14 +13,16 @@ log = logging.getLogger(__name__)
 
 
 def configure_jax(cache_dir: Path) -> None:
-    import jax
+    """Point the executable store and JAX's persistent cache at the settings' directory, which
+    workers on one data volume share (``models.executables``)."""
+    import os
+
+    from models.executables import ENV, enable_persistent_cache
 
     cache_dir.mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_compilation_cache_dir", str(cache_dir))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    log.info("JAX persistent compilation cache at %s", cache_dir)
+    os.environ[ENV] = str(cache_dir)
+    enable_persistent_cache(cache_dir)
+    log.info("JAX executable store and persistent compilation cache at %s", cache_dir)
 
 
 def prebuild(networks: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""Sparse symbolic analyses as their own work counter.
+"""Sparse symbolic analyses and executable loading as their own stats columns.
 
 Revision ID: 0007
 Revises: 0006
@@ -7,6 +7,8 @@ Create Date: 2026-12-03
 - ``run_metrics.symbolic_analyses``: the sparse solver's pattern analyses of a run (RAPTOR's
   KLU analysis, done once per network structure and process and reused by every numeric
   factorization); 0 for the rows written before.
+- ``run_metrics.load_seconds``: seconds spent loading executables that an earlier process
+  compiled (``models.executables``), apart from ``compile_seconds`` and ``solve_seconds``.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("symbolic_analyses", sa.Integer(), nullable=False, server_default="0")
         )
+        batch.add_column(sa.Column("load_seconds", sa.Float(), nullable=False, server_default="0"))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("run_metrics") as batch:
+        batch.drop_column("load_seconds")
         batch.drop_column("symbolic_analyses")

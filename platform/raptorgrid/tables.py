@@ -224,6 +224,7 @@ class RunMetrics(Base):
     symbolic_analyses: Mapped[int] = mapped_column(Integer, server_default="0")
     rhs_evaluations: Mapped[int] = mapped_column(Integer)
     compile_seconds: Mapped[float] = mapped_column(Float)
+    load_seconds: Mapped[float] = mapped_column(Float, server_default="0")
     solve_seconds: Mapped[float] = mapped_column(Float)
     runtime_seconds: Mapped[float] = mapped_column(Float)
     n_points: Mapped[int] = mapped_column(Integer)
@@ -317,6 +318,7 @@ STATS_COLUMNS = (
     "symbolic_analyses",
     "rhs_evaluations",
     "compile_seconds",
+    "load_seconds",
     "solve_seconds",
 )
 """The ``solvers.Stats`` fields, one column each (checked against the dataclass in the tests)."""

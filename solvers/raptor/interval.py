@@ -38,7 +38,6 @@ parameters and states are traced, so nothing recompiles between intervals or sce
 
 from __future__ import annotations
 
-import time
 import weakref
 from typing import Any
 
@@ -47,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from models.dae import DAESystem
+from models.executables import load_or_compile
 from solvers.raptor.basis import collocation_points
 from solvers.reduced import ALGEBRAIC_TOL
 
@@ -282,13 +282,13 @@ def make_dense(system: DAESystem, linalg):
 _CACHE: weakref.WeakKeyDictionary[DAESystem, dict] = weakref.WeakKeyDictionary()
 
 
-def compiled(system: DAESystem, key: tuple, build, example_args: tuple) -> tuple[Any, float]:
-    """AOT-compiled ``build()`` for ``system`` cached under ``key`` (shapes, backend, caps),
-    and the compile seconds this call spent (0 when cached)."""
+def compiled(system: DAESystem, key: tuple, build, example_args: tuple) -> tuple[Any, float, float]:
+    """The executable of ``build()`` for ``system`` under ``key`` (role, shapes, backend, caps):
+    from this process's cache, else from the executable store, else compiled (and stored).
+    Returns (executable, compile seconds, load seconds) spent by this call."""
     per_system = _CACHE.setdefault(system, {})
     if key in per_system:
-        return per_system[key], 0.0
-    start = time.perf_counter()
-    executable = jax.jit(build()).lower(*example_args).compile()
+        return per_system[key], 0.0, 0.0
+    executable, compile_s, load_s = load_or_compile(system, key, build, example_args)
     per_system[key] = executable
-    return executable, time.perf_counter() - start
+    return executable, compile_s, load_s

@@ -27,7 +27,7 @@ from solvers.raptor.interval import STATUS_CONVERGED, compiled, make_attempt, ma
 from solvers.raptor.options import RaptorOptions
 from solvers.reduced import ALGEBRAIC_TOL
 from solvers.result import SolveResult, Stats
-from solvers.shifted_lu import AlgebraicLU, choose_backend, make_linalg
+from solvers.shifted_lu import choose_backend, make_linalg
 from solvers.status import FailureReason
 from solvers.stepping import Advance, StepFailure, initial_state, run_stepper
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
@@ -114,7 +114,7 @@ class _Compiled:
             self.device_banks["q"].shape[0],
             self.device_banks["slot_owner"].shape[1],
         )
-        self.attempt, seconds = compiled(
+        self.attempt, seconds, load = compiled(
             system, key, lambda: make_attempt(system, self.linalg, opts.max_newton), args
         )
         gz_example = jax.eval_shape(
@@ -129,13 +129,14 @@ class _Compiled:
             p,
             gz_example,
         )
-        self.dense, dense_seconds = compiled(
+        self.dense, dense_seconds, dense_load = compiled(
             system,
             ("dense", backend, opts.n_colloc),
             lambda: make_dense(system, self.linalg),
             dense_args,
         )
         self.compile_seconds = seconds + dense_seconds
+        self.load_seconds = load + dense_load
 
 
 _LINALG: dict = {}
@@ -184,14 +185,15 @@ def raptor_steps(method: str = "raptor"):
         stats: Stats,
         builder: TrajectoryBuilder,
     ) -> Iterator[Advance]:
-        structure, structure_seconds = jacobian_structure(system)
+        structure, structure_compile, structure_load = jacobian_structure(system)
         kernels = point_kernels(system)
-        compiled_before = kernels.compile_seconds
+        kernels_before = (kernels.compile_seconds, kernels.load_seconds)
         banks = banks_for(options)
         backend = choose_backend(structure, options.linear_solver)
         analyses_before = _analyses(structure, backend)
         code = _Compiled(system, structure, banks, options, backend)
-        stats.compile_seconds += structure_seconds + code.compile_seconds
+        stats.compile_seconds += structure_compile + code.compile_seconds
+        stats.load_seconds += structure_load + code.load_seconds
         stats.symbolic_analyses += _analyses(structure, backend) - analyses_before
         x, z = initial_state(system, scenario)
         try:
@@ -216,7 +218,8 @@ def raptor_steps(method: str = "raptor"):
                         is_last=segment.t_end >= scenario.t_end,
                     )
         finally:
-            stats.compile_seconds += kernels.compile_seconds - compiled_before
+            stats.compile_seconds += kernels.compile_seconds - kernels_before[0]
+            stats.load_seconds += kernels.load_seconds - kernels_before[1]
 
     return stepper
 
@@ -283,10 +286,9 @@ def _segment(
                 t,
             )
         if jvals is None:
-            jvals = np.asarray(ev.structure.values(x, z, ev.p))
-            stats.jacobian_evaluations += 1
-            host = AlgebraicLU(ev.structure, jvals, code.linalg.backend)
-            rho, jac_fresh = spectral_radius(host.reduced_matvec, x.size), True
+            jvals = ev.jacobian_values(x, z)
+            rho = spectral_radius(ev.algebraic_lu(jvals).reduced_matvec, x.size)
+            jac_fresh = True
         level = level_for(h * rho, tuple(opts.level_thresholds))
         idx = banks.flat_index(level, draw)
         mu = opts.continuation if (idx == prev_idx and not controller.just_rejected) else 0.0

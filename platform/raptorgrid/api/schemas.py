@@ -77,6 +77,7 @@ class RunMetricsPublic(_FromRow):
     symbolic_analyses: int
     rhs_evaluations: int
     compile_seconds: float
+    load_seconds: float
     solve_seconds: float
     runtime_seconds: float
     n_points: int
