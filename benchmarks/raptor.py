@@ -39,6 +39,7 @@ SCENARIOS = {
         ("trip_br_5_6", BranchTrip(branch="br_5_6", t=0.1)),
         ("load_bus5_x1.2", LoadStep(bus="bus5", t=0.1, scale=1.2)),
     ],
+    "ieee118": [("fault_bus60", BusFault(bus="bus60", t_fault=0.1, t_clear=0.183))],
 }
 BASELINES = ("radau", "bdf", "lsoda", "kvaerno5", "dopri5", "tsit5")
 """Default baselines; ``--baselines`` also takes ``ida`` and ``radau_fd`` (Radau with SciPy's

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,19 @@ def _path(key: tuple) -> Path | None:
     return directory / "executables" / f"{digest}.pkl"
 
 
+@cache
+def _prepare_runtime() -> None:
+    """Register what compiled code may call before loading it: jaxlib binds its LAPACK
+    kernels (SciPy's) lazily, when it first *lowers* a linear-algebra call, so a process that
+    only loads executables would call an unbound kernel (a segmentation fault, seen on a RAPTOR
+    attempt loaded before anything else was compiled); KLU's XLA handlers register on import."""
+    import klujax  # noqa: F401
+    import numpy as np
+    from jaxlib import lapack
+
+    lapack.prepare_lapack_call("getrf_ffi", np.dtype(np.float64))
+
+
 def load_or_compile(
     system, key: tuple, build: Callable[[], Callable], example_args: tuple
 ) -> tuple[Any, float, float]:
@@ -122,6 +136,7 @@ def load_or_compile(
     if path is not None and path.exists():
         start = time.perf_counter()
         try:
+            _prepare_runtime()
             with path.open("rb") as handle:
                 payload, in_tree, out_tree = pickle.load(handle)
             executable = serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
@@ -129,11 +144,33 @@ def load_or_compile(
         except Exception:  # a stale or unreadable entry: compile anew and replace it
             log.warning("unusable executable %s: compiling anew", path, exc_info=True)
     start = time.perf_counter()
-    executable = jax.jit(build()).lower(*example_args).compile()
+    with _persistent_cache_hits() as hits:
+        executable = jax.jit(build()).lower(*example_args).compile()
     seconds = time.perf_counter() - start
-    if path is not None:
+    # an executable that JAX's persistent cache handed back was itself deserialized, and
+    # serializing it again drops its kernels ("Function ... not found" when the copy runs):
+    # store only what was really compiled here
+    if path is not None and not hits:
         _store(path, executable)
     return executable, seconds, 0.0
+
+
+@contextmanager
+def _persistent_cache_hits():
+    """Collects the persistent-cache hits of the compilations inside the block."""
+    from jax import monitoring
+
+    hits: list[str] = []
+
+    def listener(event: str, **_: object) -> None:
+        if event == "/jax/compilation_cache/cache_hits":
+            hits.append(event)
+
+    monitoring.register_event_listener(listener)
+    try:
+        yield hits
+    finally:
+        monitoring.unregister_event_listener(listener)
 
 
 def _store(path: Path, executable) -> None:

@@ -35,20 +35,11 @@ class PIController:
     """h_new = h * clip(safety * err^-k_i * err_prev^k_p, fac_min, fac_max) after acceptance
     (the previous error of the first interval is its own error, as in the paper); after a
     rejection h shrinks by clip(safety * err^-k_i, fac_min, 1) and the next accepted interval may
-    not grow. A growth factor in [1, hold_growth) keeps h unchanged, so that the factorizations
-    of the chord matrices (which depend on h) can be reused (Radau5's hysteresis)."""
+    not grow."""
 
-    def __init__(
-        self,
-        safety: float,
-        k_i: float,
-        k_p: float,
-        fac_min: float,
-        fac_max: float,
-        hold_growth: float = 1.0,
-    ):
+    def __init__(self, safety: float, k_i: float, k_p: float, fac_min: float, fac_max: float):
         self.safety, self.k_i, self.k_p = safety, k_i, k_p
-        self.fac_min, self.fac_max, self.hold_growth = fac_min, fac_max, hold_growth
+        self.fac_min, self.fac_max = fac_min, fac_max
         self.reset()
 
     def reset(self) -> None:
@@ -62,8 +53,6 @@ class PIController:
         fac = min(self.fac_max, max(self.fac_min, fac))
         if self.just_rejected:
             fac = min(fac, 1.0)
-        if 1.0 <= fac < self.hold_growth:
-            fac = 1.0
         self.err_prev, self.just_rejected = err, False
         return h * fac
 

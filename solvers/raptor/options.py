@@ -64,13 +64,6 @@ class RaptorOptions(BaseModel):
         "dense LAPACK, sparse KLU with one symbolic analysis per network, or auto (dense up to "
         "200 unknowns); both solve the same systems",
     )
-    hold_growth: float = Field(
-        1.2,
-        ge=1.0,
-        le=2.0,
-        description="keep h (and the chord factorizations) when the controller would grow it by "
-        "less than this factor (Radau5's hysteresis)",
-    )
     safety: float = Field(0.9, gt=0.0, le=1.0, description="step-controller safety factor")
     k_i: float = Field(0.3, gt=0.0, le=2.0, description="PI controller: current-error exponent")
     k_p: float = Field(0.1, ge=0.0, le=2.0, description="PI controller: previous-error exponent")
