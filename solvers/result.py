@@ -66,6 +66,9 @@ class SolveResult:
     y_eval: np.ndarray
     reason: FailureReason | None = None
     events: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What the method could not guarantee although it finished (e.g. a tolerance below what it
+    can attain); stored with the run (``run_metrics.warnings``)."""
 
     @property
     def succeeded(self) -> bool:

@@ -55,6 +55,7 @@ class TrajectoryBuilder:
     system: DAESystem
     scenario: Scenario
     t_eval: np.ndarray
+    warnings: list[str] = field(default_factory=list)
     t: list[float] = field(default_factory=list)
     x: list[np.ndarray] = field(default_factory=list)
     z: list[np.ndarray] = field(default_factory=list)
@@ -108,6 +109,7 @@ class TrajectoryBuilder:
             y_eval=self.y_eval,
             reason=reason,
             events=self.events,
+            warnings=list(self.warnings),
         )
 
 

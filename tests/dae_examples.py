@@ -98,3 +98,34 @@ def linear_stiff() -> DAESystem:
         z0=np.array([1.0]),
         params={"unused": np.array(0.0)},
     )
+
+
+def robertson() -> DAESystem:
+    """Robertson's chemical kinetics (H. H. Robertson, "The solution of a set of reaction rate
+    equations", in Numerical Analysis: An Introduction, Academic Press 1966, pp. 178-182), in the
+    index-1 DAE form of the Hairer-Wanner stiff test set (Solving ODEs II, IV.10, problem ROBER):
+
+        y1' = -0.04 y1 + 1e4 y2 y3,   y2' = 0.04 y1 - 1e4 y2 y3 - 3e7 y2^2,   0 = y1 + y2 + y3 - 1
+
+    from y = (1, 0, 0). Stiff (eigenvalues down to about -1e4 early and -1e4 y3 - 6e7 y2 later),
+    with y2 rising to 3.6e-5 within 1e-2 time units and every component evolving over decades
+    of time up to t = 1e11."""
+
+    def f(x, z, p):
+        y1, y2, y3 = x[0], x[1], z[0]
+        reaction = p["k3"] * y2 * y3
+        return jnp.stack([-p["k1"] * y1 + reaction, p["k1"] * y1 - reaction - p["k2"] * y2**2])
+
+    def g(x, z, p):
+        return jnp.stack([x[0] + x[1] + z[0] - 1.0])
+
+    return DAESystem(
+        name="robertson",
+        state_names=("y1", "y2"),
+        alg_names=("y3",),
+        f=f,
+        g=g,
+        x0=np.array([1.0, 0.0]),
+        z0=np.array([0.0]),
+        params={"k1": np.array(0.04), "k2": np.array(3e7), "k3": np.array(1e4)},
+    )

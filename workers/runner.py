@@ -313,6 +313,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
         "n_points": int(len(result.t_eval)),
         "n_accepted_points": int(len(result.t)),
         "final_time": float(result.t[-1]) if len(result.t) else None,
+        "warnings": "; ".join(result.warnings) or None,
     }
     finished = _finish(
         ctx,

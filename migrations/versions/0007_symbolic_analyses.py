@@ -9,6 +9,8 @@ Create Date: 2026-12-03
   factorization); 0 for the rows written before.
 - ``run_metrics.load_seconds``: seconds spent loading executables that an earlier process
   compiled (``models.executables``), apart from ``compile_seconds`` and ``solve_seconds``.
+- ``run_metrics.warnings``: what a finished run could not guarantee (e.g. RAPTOR asked for a
+  tolerance below what it attains), NULL when nothing.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ def upgrade() -> None:
             sa.Column("symbolic_analyses", sa.Integer(), nullable=False, server_default="0")
         )
         batch.add_column(sa.Column("load_seconds", sa.Float(), nullable=False, server_default="0"))
+        batch.add_column(sa.Column("warnings", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("run_metrics") as batch:
+        batch.drop_column("warnings")
         batch.drop_column("load_seconds")
         batch.drop_column("symbolic_analyses")

@@ -233,6 +233,8 @@ class RunMetrics(Base):
     state_error: Mapped[float | None] = mapped_column(Float, nullable=True)
     voltage_mae: Mapped[float | None] = mapped_column(Float, nullable=True)
     kcl_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+    warnings: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """What the method could not guarantee though it finished (e.g. an unattainable tolerance)."""
     qualified: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     """All accuracy thresholds met; NULL until scored (0004)."""
     scored_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -85,6 +85,7 @@ class RunMetricsPublic(_FromRow):
     final_time: float | None
     state_error: float | None
     voltage_mae: float | None
+    warnings: str | None = None
     kcl_max: float | None
 
 
