@@ -8,6 +8,7 @@ from typing import Any
 from models.dae import DAESystem, Scenario
 from solvers.catalogue import get_method
 from solvers.result import SolveResult
+from solvers.stepping import run_stepper
 
 ProgressCallback = Callable[[float], None]
 """Called with the simulated time after each accepted advance; it may raise to stop the run
@@ -31,4 +32,6 @@ def solve(
     """
     spec = get_method(method)
     typed = spec.options.model_validate(options)
-    return spec.run_function()(system, scenario, typed, method=method, progress=progress)
+    return run_stepper(
+        spec.step_function(), system, scenario, typed, method=method, progress=progress
+    )

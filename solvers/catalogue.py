@@ -84,24 +84,20 @@ class IdaOptions(_AdaptiveOptions):
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """A method: its options schema, its runner (``module:function``) and one line of guidance."""
+    """A method: its options schema, its stepper and one line of guidance.
+
+    ``stepper`` is ``module:factory``; ``factory(name)`` returns the method's stepper, a
+    generator of accepted advances driven by the one driver (``solvers.stepping``): every method
+    runs, streams, reports progress and fails the same way. Its advances are steps, RAPTOR
+    intervals, or whole event segments for the diffrax methods (one compiled solve each)."""
 
     name: str
     family: str
     options: type[_Options]
     guidance: str
-    runner: str
-    stepper: str | None = None
-    """``module:factory``: ``factory(name)`` returns the method's stepper (a generator of
-    accepted advances, ``solvers.stepping``); None when the method cannot stream its steps."""
+    stepper: str
 
-    def run_function(self) -> Callable[..., Any]:
-        module, func = self.runner.split(":")
-        return getattr(importlib.import_module(module), func)
-
-    def step_function(self) -> Callable[..., Any] | None:
-        if self.stepper is None:
-            return None
+    def step_function(self) -> Callable[..., Any]:
         module, factory = self.stepper.split(":")
         return getattr(importlib.import_module(module), factory)(self.name)
 
@@ -110,7 +106,7 @@ class MethodSpec:
             "name": self.name,
             "family": self.family,
             "guidance": self.guidance,
-            "streams": self.stepper is not None,
+            "advances": "segments" if self.family == "diffrax" else "steps",
             "options": self.options.model_json_schema(),
         }
 
@@ -121,7 +117,6 @@ def _scipy(name: str, options: type[_Options], guidance: str) -> MethodSpec:
         family="scipy",
         options=options,
         guidance=guidance,
-        runner="solvers.scipy_ivp:run_scipy",
         stepper="solvers.scipy_ivp:scipy_steps",
     )
 
@@ -132,7 +127,7 @@ def _diffrax(name: str, guidance: str) -> MethodSpec:
         family="diffrax",
         options=DiffraxOptions,
         guidance=guidance,
-        runner="solvers.diffrax_methods:run_diffrax",
+        stepper="solvers.diffrax_methods:diffrax_segments",
     )
 
 
@@ -144,7 +139,6 @@ METHODS: dict[str, MethodSpec] = {
         guidance="RAPTOR, the method under study: random-projection physics-informed intervals "
         "(Gaussian RBF trial functions, chord Newton on the sparse unreduced DAE), long steps on "
         "stiff networks; see docs/raptor.md.",
-        runner="solvers.raptor.runner:run_raptor",
         stepper="solvers.raptor.runner:raptor_steps",
     ),
     "radau": _scipy(
@@ -198,7 +192,6 @@ METHODS: dict[str, MethodSpec] = {
         guidance="Fixed-step implicit trapezoid, x and z solved together (how EMT programs "
         "work): predictable cost, output on the step grid, no error control. It rings rather "
         "than blows up when dt is too large: halve dt.",
-        runner="solvers.trapezoid:run_trapezoid",
         stepper="solvers.trapezoid:trapezoid_steps",
     ),
     "trapezoid-delayed": MethodSpec(
@@ -208,7 +201,6 @@ METHODS: dict[str, MethodSpec] = {
         guidance="Trapezoid with controller states one step behind (the partitioned scheme of "
         "EMT programs), first order in that coupling: for comparisons with EMT tools. Needs "
         "the system's controller states.",
-        runner="solvers.trapezoid:run_trapezoid",
         stepper="solvers.trapezoid:trapezoid_steps",
     ),
     "ida": MethodSpec(
@@ -217,7 +209,6 @@ METHODS: dict[str, MethodSpec] = {
         options=IdaOptions,
         guidance="SUNDIALS IDA (variable-order BDF) on the DAE itself, x and z together, exact "
         "Jacobian: an independent check of the reduced-ODE methods.",
-        runner="solvers.ida:run_ida",
         stepper="solvers.ida:ida_steps",
     ),
 }

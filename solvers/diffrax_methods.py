@@ -43,9 +43,9 @@ from solvers.catalogue import DiffraxOptions
 from solvers.diffrax_kvaerno import kvaerno5
 from solvers.jax_reduced import reduced_vector_field
 from solvers.reduced import ReducedODE
-from solvers.result import SolveResult, Stats
+from solvers.result import Stats
 from solvers.status import FailureReason
-from solvers.stepping import Advance, StepFailure, begin_segment, initial_state, run_stepper
+from solvers.stepping import Advance, StepFailure, begin_segment, initial_state
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
 
 SOLVERS: dict[str, Callable[[jax.Array, jax.Array], dfx.AbstractSolver]] = {
@@ -159,21 +159,6 @@ def compiled_segment_solver(system: DAESystem, key: _Key) -> tuple[Callable, flo
         )
         per_system[key] = compiled
         return compiled, time.perf_counter() - start
-
-
-def run_diffrax(
-    system: DAESystem,
-    scenario: Scenario,
-    options: DiffraxOptions,
-    *,
-    method: str,
-    progress=None,
-) -> SolveResult:
-    """Integrate ``scenario`` with diffrax solver ``method`` (see module doc); ``progress`` is
-    called at the end of each segment."""
-    return run_stepper(
-        diffrax_segments(method), system, scenario, options, method=method, progress=progress
-    )
 
 
 def diffrax_segments(method: str):

@@ -43,9 +43,9 @@ from models.dae import DAESystem, Scenario
 from models.kernels import as_device_params, kernels_for
 from solvers.catalogue import IdaOptions
 from solvers.reduced import ReducedODE
-from solvers.result import SolveResult, Stats
+from solvers.result import Stats
 from solvers.status import FailureReason
-from solvers.stepping import Advance, StepFailure, begin_segment, initial_state, run_stepper
+from solvers.stepping import Advance, StepFailure, begin_segment, initial_state
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
 
 REQUIREMENT = "scikit-sundae>=1.2"
@@ -163,20 +163,6 @@ def _import_ida():
             0.0,
         ) from None
     return IDA
-
-
-def run_ida(
-    system: DAESystem,
-    scenario: Scenario,
-    options: IdaOptions,
-    *,
-    method: str,
-    progress=None,
-) -> SolveResult:
-    """Integrate ``scenario`` with SUNDIALS IDA on the DAE (see module doc)."""
-    return run_stepper(
-        ida_steps(method), system, scenario, options, method=method, progress=progress
-    )
 
 
 def ida_steps(method: str = "ida"):

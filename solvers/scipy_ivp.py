@@ -20,7 +20,7 @@ from models.dae import DAESystem, Scenario
 from models.kernels import kernels_for
 from solvers.catalogue import ExplicitRungeKuttaOptions, ImplicitRungeKuttaOptions
 from solvers.reduced import ReducedODE
-from solvers.result import SolveResult, Stats
+from solvers.result import Stats
 from solvers.scipy_work import WorkMeter
 from solvers.status import FailureReason
 from solvers.stepping import (
@@ -28,7 +28,6 @@ from solvers.stepping import (
     StepFailure,
     begin_segment,
     initial_state,
-    run_stepper,
 )
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
 
@@ -79,20 +78,6 @@ LSODA_ISTATE_MEANING = {
 """ODEPACK's LSODA istate codes (its documentation's wording)."""
 
 ScipyOptions = ImplicitRungeKuttaOptions | ExplicitRungeKuttaOptions
-
-
-def run_scipy(
-    system: DAESystem,
-    scenario: Scenario,
-    options: ScipyOptions,
-    *,
-    method: str,
-    progress=None,
-) -> SolveResult:
-    """Integrate ``scenario`` with a SciPy ``OdeSolver`` on the reduced ODE (see module doc)."""
-    return run_stepper(
-        scipy_steps(method), system, scenario, options, method=method, progress=progress
-    )
 
 
 def scipy_steps(method: str):

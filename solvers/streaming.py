@@ -7,9 +7,9 @@ outputs of a record are evaluated at the step's own consistent z (re-solved at t
 state, with the parameters in force on that segment), not interpolated.
 
 A numerical failure ends the iteration normally; ``stream.result`` is then the failed
-``SolveResult`` with its reason, exactly what ``solve`` would have returned. Methods that integrate
-a whole segment inside one compiled call (the diffrax methods) cannot stream and raise
-``ValueError`` naming the ones that can.
+``SolveResult`` with its reason, exactly what ``solve`` would have returned. Every method streams;
+the diffrax methods, which integrate a whole event segment inside one compiled call, yield one
+record per segment.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from models.dae import DAESystem, Scenario
-from solvers.catalogue import METHODS, get_method
+from solvers.catalogue import get_method
 from solvers.result import SolveResult
 from solvers.stepping import StepRun
 
@@ -58,11 +58,6 @@ class StepStream:
         return self._run.result
 
 
-def streaming_methods() -> list[str]:
-    """The methods whose steps can be streamed."""
-    return sorted(name for name, spec in METHODS.items() if spec.stepper is not None)
-
-
 def simulate_steps(
     system: DAESystem, scenario: Scenario, method: str, **options: Any
 ) -> StepStream:
@@ -73,10 +68,4 @@ def simulate_steps(
     """
     spec = get_method(method)
     typed = spec.options.model_validate(options)
-    stepper = spec.step_function()
-    if stepper is None:
-        raise ValueError(
-            f"method {method!r} integrates each segment in one compiled call and cannot stream "
-            f"its steps; methods that can: {streaming_methods()}"
-        )
-    return StepStream(StepRun(stepper, system, scenario, typed, method=method))
+    return StepStream(StepRun(spec.step_function(), system, scenario, typed, method=method))

@@ -37,9 +37,9 @@ from models.dae import DAESystem, Scenario
 from models.kernels import kernels_for
 from solvers.catalogue import TrapezoidOptions
 from solvers.reduced import ReducedODE
-from solvers.result import SolveResult, Stats
+from solvers.result import Stats
 from solvers.status import FailureReason
-from solvers.stepping import Advance, StepFailure, begin_segment, initial_state, run_stepper
+from solvers.stepping import Advance, StepFailure, begin_segment, initial_state
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
 from solvers.trapezoid_kernel import CONVERGED, compiled_step, run_step
 
@@ -66,20 +66,6 @@ def step_grid(t_start: float, t_end: float, t0: float, dt: float) -> np.ndarray:
     inner = t0 + dt * np.arange(k_lo, k_hi + 1, dtype=float)
     inner = inner[(inner > t_start + GRID_EPS * dt) & (inner < t_end - GRID_EPS * dt)]
     return np.append(inner, t_end)
-
-
-def run_trapezoid(
-    system: DAESystem,
-    scenario: Scenario,
-    options: TrapezoidOptions,
-    *,
-    method: str,
-    progress=None,
-) -> SolveResult:
-    """Integrate ``scenario`` with the fixed-step trapezoidal rule (see module doc)."""
-    return run_stepper(
-        trapezoid_steps(method), system, scenario, options, method=method, progress=progress
-    )
 
 
 def controller_mask(system: DAESystem) -> np.ndarray:

@@ -18,7 +18,7 @@ from models.library import build_system
 from models.scenarios import make_scenario
 from solvers import METHODS, FailureReason, RunStatus, solve
 from solvers.jax_reduced import reduced_vector_field
-from solvers.streaming import simulate_steps, streaming_methods
+from solvers.streaming import simulate_steps
 from solvers.trapezoid import step_grid
 
 ADAPTIVE = ["radau", "bdf", "lsoda", "rk45", "dop853", "kvaerno5", "tsit5", "dopri5", "ida"]
@@ -110,8 +110,9 @@ def test_every_baseline_is_in_the_catalogue():
         assert spec["guidance"] and spec["options"]["properties"], name
         defaults = METHODS[name].options()
         assert defaults.model_dump(), name
-    assert set(streaming_methods()) >= {*SCIPY, "trapezoid", "trapezoid-delayed", "ida"}
-    assert not METHODS["kvaerno5"].describe()["streams"]
+    # one driver for every method: diffrax advances are whole event segments
+    assert METHODS["kvaerno5"].describe()["advances"] == "segments"
+    assert {METHODS[m].describe()["advances"] for m in (*SCIPY, "raptor", "ida")} == {"steps"}
 
 
 # --- accuracy -------------------------------------------------------------------------------------
@@ -346,6 +347,11 @@ def test_streaming_failure_ends_with_a_failed_result():
     assert stream.result.reason is FailureReason.ALGEBRAIC_SOLVE_FAILED
 
 
-def test_diffrax_cannot_stream(wscc9, fault):
-    with pytest.raises(ValueError, match="radau"):
-        simulate_steps(wscc9, fault, "tsit5")
+def test_diffrax_streams_one_record_per_event_segment(wscc9, fault):
+    """The one driver runs every method: diffrax's advances are the event segments (one
+    compiled solve each), streamed like any other method's steps."""
+    stream = simulate_steps(wscc9, fault, "tsit5")
+    records = list(stream)
+    assert stream.result.succeeded
+    assert [r.t for r in records] == [0.1, 0.2, fault.t_end]
+    np.testing.assert_allclose(records[-1].x, stream.result.x[-1])

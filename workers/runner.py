@@ -81,17 +81,10 @@ def worker_context() -> WorkerContext:
 
 
 def integrate(system, scenario, method: str, options: dict, heartbeat: Heartbeat) -> SolveResult:
-    """Solve, reporting every accepted advance to ``heartbeat``: through the step stream
-    (``solvers.streaming.simulate_steps``) for the methods that stream, else through ``solve``'s
-    progress hook (methods that integrate a segment in one compiled call, and RAPTOR)."""
+    """Solve, reporting every accepted advance to ``heartbeat`` (the one driver of every
+    method, ``solvers.stepping``, through ``solve``'s progress hook)."""
     from solvers import solve
-    from solvers.streaming import simulate_steps, streaming_methods
 
-    if method in streaming_methods():
-        stream = simulate_steps(system, scenario, method, **options)
-        for step in stream:
-            heartbeat(step.t)
-        return stream.result
     return solve(system, scenario, method, progress=heartbeat, **options)
 
 

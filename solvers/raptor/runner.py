@@ -26,10 +26,10 @@ from solvers.raptor.control import PIController, starting_interval
 from solvers.raptor.interval import STATUS_CONVERGED, compiled, make_attempt, make_dense
 from solvers.raptor.options import RaptorOptions
 from solvers.reduced import ALGEBRAIC_TOL
-from solvers.result import SolveResult, Stats
+from solvers.result import Stats
 from solvers.shifted_lu import choose_backend, make_linalg
 from solvers.status import FailureReason
-from solvers.stepping import Advance, StepFailure, initial_state, run_stepper
+from solvers.stepping import Advance, StepFailure, initial_state
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
 
 STRETCH = 1.1
@@ -240,20 +240,6 @@ def _analyses(structure: JacobianStructure, backend: str) -> int:
         getattr(entry[1], "analyses", 0)
         for key, entry in _LINALG.items()
         if entry[0] is structure and key[1] == backend
-    )
-
-
-def run_raptor(
-    system: DAESystem,
-    scenario: Scenario,
-    options: RaptorOptions,
-    *,
-    method: str = "raptor",
-    progress=None,
-) -> SolveResult:
-    """Integrate ``scenario`` with RAPTOR (see the package docs)."""
-    return run_stepper(
-        raptor_steps(method), system, scenario, options, method=method, progress=progress
     )
 
 
