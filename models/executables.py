@@ -130,29 +130,65 @@ def load_or_compile(
     """The executable of ``build()`` for ``system`` under ``key`` (its role and static
     configuration): loaded from the store, else compiled (and stored). Returns (executable,
     compile seconds, load seconds)."""
+    path = _path((system_fingerprint(system), key))
+    if path is None:
+        return _compile(build, example_args)[:2] + (0.0,)
+    loaded = _load(path)
+    if loaded is not None:
+        return loaded[0], 0.0, loaded[1]
+    # one compile per structure at a time: concurrent first requests (workers sharing the
+    # directory) wait for the first compile, then load what it stored
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(path.with_suffix(".lock")):
+        loaded = _load(path)
+        if loaded is not None:
+            return loaded[0], 0.0, loaded[1]
+        executable, seconds, hits = _compile(build, example_args)
+        # an executable that JAX's persistent cache handed back was itself deserialized, and
+        # serializing it again drops its kernels ("Function ... not found" when the copy
+        # runs): store only what was really compiled here
+        if not hits:
+            _store(path, executable)
+    return executable, seconds, 0.0
+
+
+def _load(path: Path) -> tuple[Any, float] | None:
+    """(executable, seconds) from ``path``, or None when absent or unusable."""
     from jax.experimental import serialize_executable
 
-    path = _path((system_fingerprint(system), key))
-    if path is not None and path.exists():
-        start = time.perf_counter()
-        try:
-            _prepare_runtime()
-            with path.open("rb") as handle:
-                payload, in_tree, out_tree = pickle.load(handle)
-            executable = serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
-            return executable, 0.0, time.perf_counter() - start
-        except Exception:  # a stale or unreadable entry: compile anew and replace it
-            log.warning("unusable executable %s: compiling anew", path, exc_info=True)
+    if not path.exists():
+        return None
+    start = time.perf_counter()
+    try:
+        _prepare_runtime()
+        with path.open("rb") as handle:
+            payload, in_tree, out_tree = pickle.load(handle)
+        executable = serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
+    except Exception:  # a stale or unreadable entry: compile anew and replace it
+        log.warning("unusable executable %s: compiling anew", path, exc_info=True)
+        return None
+    return executable, time.perf_counter() - start
+
+
+def _compile(build: Callable[[], Callable], example_args: tuple) -> tuple[Any, float, list]:
     start = time.perf_counter()
     with _persistent_cache_hits() as hits:
         executable = jax.jit(build()).lower(*example_args).compile()
-    seconds = time.perf_counter() - start
-    # an executable that JAX's persistent cache handed back was itself deserialized, and
-    # serializing it again drops its kernels ("Function ... not found" when the copy runs):
-    # store only what was really compiled here
-    if path is not None and not hits:
-        _store(path, executable)
-    return executable, seconds, 0.0
+    return executable, time.perf_counter() - start, hits
+
+
+@contextmanager
+def _file_lock(path: Path):
+    """An exclusive advisory lock (``flock``) on ``path`` for the block: processes sharing the
+    directory (one host, or a shared POSIX volume) serialize on it."""
+    import fcntl
+
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager

@@ -32,7 +32,7 @@ def _init_pool_process(**_: object) -> None:
 
     settings = get_settings()
     configure_jax(settings.jax_cache_dir)
-    prebuild(settings.prebuild_networks)
+    prebuild(settings.prebuild_networks, settings.prebuild_methods)
 
 
 @worker_process_shutdown.connect

@@ -63,6 +63,11 @@ class Settings(BaseSettings):
         default_factory=list,
         description="networks a worker process builds and compiles when it starts (JSON list)",
     )
+    prebuild_methods: list[str] = Field(
+        default_factory=list,
+        description="methods compiled for those networks at worker start (JSON list; default: "
+        "the reduced-ODE kernels only)",
+    )
     zarr_fsync: bool = Field(True, description="flush a run's files before publishing them")
     reconcile_seconds: float = Field(5.0, gt=0, description="interval of the reconciler loop")
     worker_start_timeout: float = Field(120.0, gt=0, description="s; embedded worker start")

@@ -65,7 +65,12 @@ def run(
         celery = create_celery(settings)
         count = workers or settings.embedded_workers
         started = time.perf_counter()
-        worker_settings = settings.model_copy(update={"prebuild_networks": [spec.network]})
+        worker_settings = settings.model_copy(
+            update={
+                "prebuild_networks": [spec.network],
+                "prebuild_methods": sorted({sweep.method for sweep in spec.methods}),
+            }
+        )
         pool = EmbeddedWorkers(worker_settings, count).start()
         try:
             submitted = submit_campaign(

@@ -1,0 +1,58 @@
+"""The executable store: compile once per structure, load everywhere else."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import jax.numpy as jnp
+import numpy as np
+from dae_examples import linear_index1
+
+from models.executables import load_or_compile
+
+
+def _builder(offset: float):
+    """A function whose compiled code is new to every test run (the constant), so JAX's own
+    persistent cache cannot hand back an executable from an earlier run."""
+
+    def build():
+        def residual_norm(x, z, p):
+            return jnp.sum(x**2) + jnp.sum(z**2) * p["k"] + offset
+
+        return residual_norm
+
+    return build
+
+
+def test_concurrent_first_requests_compile_once_and_the_rest_load(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
+    system = linear_index1()
+    args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
+    key = ("test", "concurrent", str(tmp_path))
+    offset = float(time.time_ns() % 1_000_000)
+    _build = _builder(offset)
+    results: list[tuple] = []
+    barrier = threading.Barrier(3)
+
+    def request() -> None:
+        barrier.wait()
+        results.append(load_or_compile(system, key, _build, args))
+
+    threads = [threading.Thread(target=request) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    compiled = [r for r in results if r[1] > 0.0]
+    loaded = [r for r in results if r[1] == 0.0 and r[2] > 0.0]
+    assert len(compiled) == 1 and len(loaded) == 2
+    values = {float(r[0](*args)) for r in results}
+    assert values == {2.5 + offset}
+    # a later request loads too, and a disabled store compiles without writing
+    again = load_or_compile(system, key, _build, args)
+    assert again[1] == 0.0 and again[2] > 0.0
+    monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", "off")
+    off = load_or_compile(system, key, _build, args)
+    assert off[1] > 0.0 and off[2] == 0.0
+    assert np.isclose(float(off[0](*args)), 2.5 + offset)
