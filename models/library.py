@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from models.dae import DAESystem
 
@@ -150,8 +152,25 @@ def build_system(name: str) -> DAESystem:
     return NETWORKS[name].builder()
 
 
+SUMMARY_FILE = Path(__file__).with_name("data") / "networks.json"
+"""Sizes of every network, written by ``python -m models.library`` (building each network takes
+minutes in all; listing them must not). ``tests/test_models_library.py`` checks them against the
+built systems."""
+SUMMARY_KEYS = ("n_bus", "n_x", "n_z", "n_outputs")
+
+
+def network_summary(name: str) -> dict:
+    """Name, description and sizes of a network from the stored metadata (nothing is built)."""
+    if name not in NETWORKS:
+        raise KeyError(f"unknown network {name!r}; valid networks: {network_names()}")
+    sizes = json.loads(SUMMARY_FILE.read_text()).get(name)
+    if sizes is None:
+        raise KeyError(f"{SUMMARY_FILE} has no entry for {name!r}: run python -m models.library")
+    return {"name": name, "description": NETWORKS[name].description, **sizes}
+
+
 def network_info(name: str) -> dict:
-    """Name, description and sizes of a network (builds it)."""
+    """Name, description, sizes and build details of a network (builds it)."""
     system = build_system(name)
     return {
         "name": name,
@@ -162,3 +181,16 @@ def network_info(name: str) -> dict:
         "n_outputs": len(system.output_names),
         **{k: v for k, v in system.info.items() if k not in ("name",)},
     }
+
+
+def write_summaries() -> None:
+    """Build every network and store its sizes in ``SUMMARY_FILE``."""
+    summaries = {}
+    for name in network_names():
+        info = network_info(name)
+        summaries[name] = {key: info[key] for key in SUMMARY_KEYS}
+    SUMMARY_FILE.write_text(json.dumps(summaries, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    write_summaries()

@@ -146,11 +146,17 @@ def solvers(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     console.print(table)
 
 
-def networks(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """The networks and their sizes (builds each one)."""
-    from models.library import network_info, network_names
+def networks(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    build: Annotated[
+        bool, typer.Option("--build", help="build each network for its full details (minutes)")
+    ] = False,
+) -> None:
+    """The networks and their sizes (from stored metadata; --build builds each one)."""
+    from models.library import network_info, network_names, network_summary
 
-    infos = [network_info(name) for name in network_names()]
+    describe = network_info if build else network_summary
+    infos = [describe(name) for name in network_names()]
     if as_json:
         typer.echo(json.dumps(infos, indent=2, default=str))
         return

@@ -1,0 +1,36 @@
+"""The model library's stored sizes: complete, and equal to what the builders make."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.library import build_system, network_names, network_summary
+
+
+def test_every_network_is_listed_from_metadata_without_building(monkeypatch):
+    import dataclasses
+
+    from models import library
+
+    def refuse() -> None:
+        raise AssertionError("listing the networks must not build one")
+
+    for name, entry in library.NETWORKS.items():
+        monkeypatch.setitem(library.NETWORKS, name, dataclasses.replace(entry, builder=refuse))
+    summaries = [network_summary(name) for name in network_names()]
+    assert {s["name"] for s in summaries} == set(network_names())
+    assert all(s["n_x"] > 0 and s["n_z"] > 0 and s["description"] for s in summaries)
+    with pytest.raises(KeyError, match="valid networks"):
+        network_summary("ieee9999")
+
+
+@pytest.mark.parametrize("name", ["wscc9", "ieee14", "emt_sm", "cascaded_line", "dq_smib"])
+def test_stored_sizes_match_the_built_system(name):
+    system = build_system(name)
+    summary = network_summary(name)
+    assert (summary["n_x"], summary["n_z"], summary["n_outputs"]) == (
+        system.n_x,
+        system.n_z,
+        len(system.output_names),
+    )
+    assert summary["n_bus"] == len(system.names.get("bus", ()))
