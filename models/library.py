@@ -160,13 +160,20 @@ SUMMARY_KEYS = ("n_bus", "n_x", "n_z", "n_outputs")
 
 
 def network_summary(name: str) -> dict:
-    """Name, description and sizes of a network from the stored metadata (nothing is built)."""
+    """Name, description and sizes of a network from the stored metadata (nothing is built);
+    a network registered at run time (not in the file) is built for its sizes."""
     if name not in NETWORKS:
         raise KeyError(f"unknown network {name!r}; valid networks: {network_names()}")
-    sizes = json.loads(SUMMARY_FILE.read_text()).get(name)
+    sizes = _stored_sizes().get(name)
     if sizes is None:
-        raise KeyError(f"{SUMMARY_FILE} has no entry for {name!r}: run python -m models.library")
+        info = network_info(name)
+        sizes = {key: info[key] for key in SUMMARY_KEYS}
     return {"name": name, "description": NETWORKS[name].description, **sizes}
+
+
+@functools.cache
+def _stored_sizes() -> dict[str, dict]:
+    return json.loads(SUMMARY_FILE.read_text())
 
 
 def network_info(name: str) -> dict:
@@ -186,7 +193,7 @@ def network_info(name: str) -> dict:
 def write_summaries() -> None:
     """Build every network and store its sizes in ``SUMMARY_FILE``."""
     summaries = {}
-    for name in network_names():
+    for name in (n for n in network_names() if NETWORKS[n].builder.__module__ == __name__):
         info = network_info(name)
         summaries[name] = {key: info[key] for key in SUMMARY_KEYS}
     SUMMARY_FILE.write_text(json.dumps(summaries, indent=1, sort_keys=True) + "\n")
