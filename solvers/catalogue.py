@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -80,6 +80,12 @@ class IdaOptions(_AdaptiveOptions):
     """Options of SUNDIALS IDA on the DAE (x and z together)."""
 
     max_order: int = Field(5, ge=1, le=5, description="largest BDF order")
+    linear_solver: Literal["auto", "dense", "sparse"] = Field(
+        "auto",
+        description="IDA's linear solver on the iteration matrix (n_x + n_z unknowns): dense, "
+        "sparse (SUNDIALS' SuperLU_MT on the network's Jacobian pattern) or auto (dense up to "
+        "200 unknowns)",
+    )
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,11 @@ the residual calls, as for SciPy's classes):
 * Newton iterations: SUNDIALS' Newton solver evaluates the residual exactly once per iteration
   (and the Jacobian is ours, not difference quotients), so iterations = residual calls in the step;
 * RHS evaluations: one f per residual call; Jacobian evaluations = factorizations = calls of the
-  Jacobian function (IDA's dense linear solver factors once per setup);
+  Jacobian function (IDA's linear solver factors once per setup);
+
+The linear solver is dense LAPACK, or on networks above 200 unknowns (``linear_solver``)
+SUNDIALS' sparse direct solver (SuperLU_MT) on the network's Jacobian pattern, its entries from
+``models.sparsity`` (one JVP per colour).
 * algebraic iterations: the host re-solves of z (segment starts, step points, samples).
 """
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,9 +46,11 @@ import numpy as np
 import models.jaxconfig  # noqa: F401
 from models.dae import DAESystem, Scenario
 from models.kernels import as_device_params, kernels_for
+from models.sparsity import JacobianStructure, jacobian_structure
 from solvers.catalogue import IdaOptions
 from solvers.reduced import ReducedODE
 from solvers.result import Stats
+from solvers.shifted_lu import choose_backend
 from solvers.status import FailureReason
 from solvers.stepping import Advance, StepFailure, begin_segment, initial_state
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
@@ -121,10 +128,20 @@ def ida_kernels(system: DAESystem) -> tuple[IdaKernels, float]:
 
 
 class _Callbacks:
-    """IDA's residual and Jacobian callbacks for the current segment, with their calls recorded."""
+    """IDA's residual and Jacobian callbacks for the current segment, with their calls recorded.
 
-    def __init__(self, kernels: IdaKernels, n_x: int, stats: Stats) -> None:
+    With a ``structure`` (the sparse linear solver) the iteration matrix is written as the CSC
+    entries of the network's Jacobian pattern (``models.sparsity``): [[cj I - f_x, -f_z],
+    [g_x, g_z]] is J with its x-rows negated and cj added on the x-diagonal, one JVP per colour
+    instead of a dense forward-mode matrix."""
+
+    def __init__(
+        self, kernels: IdaKernels, n_x: int, stats: Stats, structure: JacobianStructure | None
+    ) -> None:
         self.kernels, self.n_x, self.stats = kernels, n_x, stats
+        self.structure = structure
+        if structure is not None:
+            self.signs = np.where(structure.rows < n_x, -1.0, 1.0)
         self.p: dict | None = None
         self.t_old = -np.inf
         self.times: set[float] = set()
@@ -146,6 +163,11 @@ class _Callbacks:
         self.stats.jacobian_evaluations += 1
         self.stats.lu_factorizations += 1
         n = self.n_x
+        if self.structure is not None:
+            values = self.signs * np.asarray(self.structure.values(y[:n], y[n:], self.p))
+            values[self.structure.x_diagonal] += cj
+            jj[:] = values
+            return
         jj[:, :] = np.asarray(
             self.kernels.iteration_matrix(
                 jnp.asarray(y[:n]), jnp.asarray(y[n:]), self.p, jnp.asarray(float(cj))
@@ -179,18 +201,25 @@ def ida_steps(method: str = "ida"):
         kernels, compile_seconds = kernels_for(system)
         dae, dae_compile = ida_kernels(system)
         stats.compile_seconds += compile_seconds + dae_compile
-        callbacks = _Callbacks(dae, system.n_x, stats)
-        solver = ida_class(
-            callbacks.residual,
-            jacfn=callbacks.jacobian,
-            algebraic_idx=list(range(system.n_x, system.n_x + system.n_z)),
-            rtol=options.rtol,
-            atol=options.atol,
-            first_step=options.first_step or 0.0,
-            max_step=options.max_step or 0.0,
-            max_order=options.max_order,
-            linsolver="dense",
-        )
+        structure, structure_compile, structure_load = jacobian_structure(system)
+        stats.compile_seconds += structure_compile
+        stats.load_seconds += structure_load
+        sparse = choose_backend(structure, options.linear_solver) == "sparse"
+        callbacks = _Callbacks(dae, system.n_x, stats, structure if sparse else None)
+        with warnings.catch_warnings():  # with our jacfn its own sparse approximation is unused
+            warnings.filterwarnings("ignore", "Custom sparse Jacobian", UserWarning)
+            solver = ida_class(
+                callbacks.residual,
+                jacfn=callbacks.jacobian,
+                algebraic_idx=list(range(system.n_x, system.n_x + system.n_z)),
+                rtol=options.rtol,
+                atol=options.atol,
+                first_step=options.first_step or 0.0,
+                max_step=options.max_step or 0.0,
+                max_order=options.max_order,
+                linsolver="sparse" if sparse else "dense",
+                sparsity=structure.csc(np.ones(structure.nnz)) if sparse else None,
+            )
         x, z = initial_state(system, scenario)
         for segment in segments(system, scenario):
             ode, z = begin_segment(system, kernels, segment, x, z, stats, builder)
