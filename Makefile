@@ -20,7 +20,7 @@ run: $(STAMP)
 	$(VENV)/bin/raptorgrid run $(SPEC)
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest --durations=15
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
