@@ -72,6 +72,7 @@ def run(
     baselines: tuple[str, ...] = BASELINES,
     reference: str | None = None,
     clock: str = "cpu",
+    baseline_rtols: tuple[float, ...] = BASELINE_RTOLS,
 ) -> dict:
     rows: list[dict] = []
     speedups: list[dict] = []
@@ -86,7 +87,7 @@ def run(
             if not reference.succeeded:
                 raise RuntimeError(f"reference failed on {name}/{label}: {reference.message}")
             methods = [("raptor", RAPTOR_RTOLS)] + [
-                (m, BASELINE_RTOLS) for m in baselines if m in METHODS or m in METHOD_VARIANTS
+                (m, baseline_rtols) for m in baselines if m in METHODS or m in METHOD_VARIANTS
             ]
             scenario_rows = []
             for method, rtols in methods:
@@ -129,6 +130,13 @@ def main() -> None:
     parser.add_argument(
         "--clock", choices=CLOCKS, default="cpu", help="CPU clock (default) or wall clock"
     )
+    parser.add_argument(
+        "--baseline-rtols",
+        nargs="+",
+        type=float,
+        default=list(BASELINE_RTOLS),
+        help="tolerances swept for the baselines (--quick keeps every other one)",
+    )
     parser.add_argument("--state-tol", type=float, default=Thresholds.state)
     parser.add_argument("--voltage-tol", type=float, default=Thresholds.voltage)
     parser.add_argument("--kcl-tol", type=float, default=Thresholds.kcl)
@@ -142,6 +150,7 @@ def main() -> None:
         tuple(args.baselines),
         args.reference,
         args.clock,
+        tuple(args.baseline_rtols),
     )
     if args.json:
         print(dump("raptor", out["rows"], out["speedups"]))
