@@ -14,13 +14,12 @@ import weakref
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.optimize import root
 
 from models.dae import DAESystem, Params
 from models.executables import load_or_compile
 from models.kernels import as_device_params
 from models.sparsity import JacobianStructure, jacobian_structure
-from solvers.reduced import ALGEBRAIC_TOL, AlgebraicSolveError
+from solvers.reduced import ALGEBRAIC_TOL, minpack_solve
 from solvers.result import Stats
 from solvers.shifted_lu import AlgebraicLU, Backend
 
@@ -145,20 +144,8 @@ class DAEEvaluator:
     def _robust(self, x: np.ndarray, guess: np.ndarray) -> np.ndarray:
         n_x = self.system.n_x
 
-        def residual(z: np.ndarray) -> np.ndarray:
-            return self.g(x, z)
-
         def jacobian(z: np.ndarray) -> np.ndarray:
             full = self.structure.csc(np.asarray(self.structure.values(x, z, self.p)))
             return full[n_x:, n_x:].toarray()
 
-        sol = None
-        for method in ("hybr", "lm"):
-            sol = root(residual, guess, jac=jacobian, method=method, tol=1e-12)
-            self.stats.algebraic_iterations += int(getattr(sol, "nfev", 0))
-            if np.all(np.isfinite(sol.x)) and np.max(np.abs(residual(sol.x))) <= ALGEBRAIC_TOL:
-                return np.asarray(sol.x)
-        raise AlgebraicSolveError(
-            f"0 = g(x, z) has no solution near the current state (|g| = "
-            f"{np.max(np.abs(residual(sol.x))):.2e} after Newton, hybr and lm)"
-        )
+        return minpack_solve(lambda z: self.g(x, z), jacobian, guess, self.stats)

@@ -32,6 +32,23 @@ class NonFiniteError(RuntimeError):
         self.t = t
 
 
+def minpack_solve(residual, jacobian, guess: np.ndarray, stats: Stats) -> np.ndarray:
+    """z with residual(z) = 0 by MINPACK's ``hybr``, then ``lm`` (both with the analytic
+    ``jacobian``): the fallback seed 001 found necessary when Newton starts outside its basin.
+    Raises ``AlgebraicSolveError`` when neither reaches ALGEBRAIC_TOL."""
+    guess = np.asarray(guess, dtype=float)
+    sol = None
+    for method in ("hybr", "lm"):
+        sol = root(residual, guess, jac=jacobian, method=method, tol=1e-12)
+        stats.algebraic_iterations += int(getattr(sol, "nfev", 0))
+        if np.all(np.isfinite(sol.x)) and np.max(np.abs(residual(sol.x))) <= ALGEBRAIC_TOL:
+            return np.asarray(sol.x)
+    raise AlgebraicSolveError(
+        f"0 = g(x, z) has no solution near the current state (|g| = "
+        f"{np.max(np.abs(residual(sol.x))):.2e} after Newton, hybr and lm)"
+    )
+
+
 class ReducedODE:
     """Right-hand side and Jacobian of the reduced ODE for one parameter set (one segment)."""
 
@@ -60,7 +77,6 @@ class ReducedODE:
 
     def _robust_solve(self, x: np.ndarray, guess: np.ndarray) -> np.ndarray:
         xj = jnp.asarray(x, jnp.float64)
-        guess = np.asarray(guess, dtype=float)
 
         def residual(z: np.ndarray) -> np.ndarray:
             return np.asarray(self.kernels.g(xj, jnp.asarray(z, jnp.float64), self.p))
@@ -68,15 +84,7 @@ class ReducedODE:
         def jacobian(z: np.ndarray) -> np.ndarray:
             return np.asarray(self.kernels.g_z(xj, jnp.asarray(z, jnp.float64), self.p))
 
-        for method in ("hybr", "lm"):
-            sol = root(residual, guess, jac=jacobian, method=method, tol=1e-12)
-            self.stats.algebraic_iterations += int(getattr(sol, "nfev", 0))
-            if np.all(np.isfinite(sol.x)) and np.max(np.abs(residual(sol.x))) <= ALGEBRAIC_TOL:
-                return np.asarray(sol.x)
-        raise AlgebraicSolveError(
-            f"0 = g(x, z) has no solution near the current state (|g| = "
-            f"{np.max(np.abs(residual(sol.x))):.2e} after Newton, hybr and lm)"
-        )
+        return minpack_solve(residual, jacobian, guess, self.stats)
 
     def rhs(self, t: float, x: np.ndarray) -> np.ndarray:
         """x' of the reduced ODE; one fused device call (Newton for z, then f)."""
