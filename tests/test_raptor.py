@@ -144,6 +144,7 @@ def test_forward_euler_predictor_option_is_honoured(wscc9):
     assert implicit.succeeded and explicit.succeeded
     scale = np.maximum(1.0, np.abs(implicit.x_eval).max(axis=0))
     assert np.max(np.abs(implicit.x_eval - explicit.x_eval) / scale) < 1e-6
-    # another initial guess: other chord work on this nonlinear system, the same answer
-    work = (implicit.stats.newton_iterations, implicit.stats.algebraic_iterations)
-    assert work != (explicit.stats.newton_iterations, explicit.stats.algebraic_iterations)
+    # another initial guess: the chord iteration stops elsewhere within its tolerance, so the
+    # answers agree to the tolerance but not bit for bit (an ignored option would give identical
+    # arrays)
+    assert not np.array_equal(implicit.x_eval, explicit.x_eval)

@@ -49,20 +49,16 @@ def test_sparse_and_dense_factorizations_agree_to_round_off(name):
     dense = solve(system, scenario, "raptor", linear_solver="dense")
     sparse = solve(system, scenario, "raptor", linear_solver="sparse")
     assert dense.succeeded and sparse.succeeded
-    # the same systems solved by two factorizations: round-off apart, which can flip an
-    # acceptance decision whose indicator sits at 1 (emt_sm: 115 against 116 intervals); the
-    # network cases take the same intervals and agree to 1e-9
-    scale = np.maximum(1.0, np.abs(dense.x_eval).max(axis=0))
-    difference = np.max(np.abs(sparse.x_eval - dense.x_eval) / scale)
-    if (sparse.stats.accepted, sparse.stats.rejected) == (
+    # the same systems solved by two factorizations: the same intervals, round-off apart
+    # (pivoting differs; measured up to 1.1e-9 of the state's range on emt_sm). Round-off could
+    # flip an acceptance whose indicator sits at 1 (seen once on emt_sm before the starting Z
+    # got its pass onto g = 0: 115 against 116 intervals), which this test would then report.
+    assert (sparse.stats.accepted, sparse.stats.rejected) == (
         dense.stats.accepted,
         dense.stats.rejected,
-    ):
-        assert difference < 1e-9
-    else:
-        assert name == "emt_sm"
-        assert abs(sparse.stats.accepted - dense.stats.accepted) <= 2
-        assert difference < 1e-6
+    )
+    scale = np.maximum(1.0, np.abs(dense.x_eval).max(axis=0))
+    assert np.max(np.abs(sparse.x_eval - dense.x_eval) / scale) < 1e-8
     # KLU analyses the patterns of J and of g_z once per process; later runs reuse them
     again = solve(system, scenario, "raptor", linear_solver="sparse")
     assert sparse.stats.symbolic_analyses in (0, 2) and dense.stats.symbolic_analyses == 0
