@@ -11,6 +11,7 @@ system structure, backend and shapes (``interval.compiled``).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 
 import jax
@@ -88,8 +89,6 @@ class _Compiled:
     """The compiled attempt and dense output of one system, backend and configuration, with
     the linear-algebra state they share (KLU handles)."""
 
-    _cache: dict = {}
-
     def __init__(self, system, structure: JacobianStructure, banks: BankSet, opts, backend):
         self.linalg = _linalg_for(structure, backend, banks.stacked["slot_owner"].shape[1])
         self.handles = self.linalg.handles()
@@ -145,17 +144,16 @@ class _Compiled:
         self.load_seconds = load + dense_load
 
 
-_LINALG: dict = {}
+_LINALG: weakref.WeakKeyDictionary[JacobianStructure, dict] = weakref.WeakKeyDictionary()
 
 
 def _linalg_for(structure: JacobianStructure, backend: str, n_slots: int):
     """One linear-algebra object (and so one set of KLU handles and symbolic analyses) per
-    structure, backend and slot count, kept for the process."""
-    key = (id(structure), backend, n_slots)
-    entry = _LINALG.get(key)
-    if entry is None or entry[0] is not structure:
-        entry = _LINALG[key] = (structure, make_linalg(structure, backend, n_slots), [True])
-    return entry[1]
+    structure, backend and slot count, kept as long as the structure."""
+    per_structure = _LINALG.setdefault(structure, {})
+    if (backend, n_slots) not in per_structure:
+        per_structure[backend, n_slots] = make_linalg(structure, backend, n_slots)
+    return per_structure[backend, n_slots]
 
 
 def _attempt_args(x, z, f, h, p, jvals, handles, banks, idx, w_prev, mu, opts) -> tuple:
@@ -237,10 +235,12 @@ def raptor_steps(method: str = "raptor"):
 
 
 def _analyses(structure: JacobianStructure, backend: str) -> int:
+    """Symbolic analyses done so far for ``structure`` with ``backend`` (KLU's, in this
+    process)."""
     return sum(
-        getattr(entry[1], "analyses", 0)
-        for key, entry in _LINALG.items()
-        if entry[0] is structure and key[1] == backend
+        getattr(linalg, "analyses", 0)
+        for (kind, _), linalg in _LINALG.get(structure, {}).items()
+        if kind == backend
     )
 
 
