@@ -193,12 +193,11 @@ class AlgebraicLU:
         self.f_x, self.f_z = full[:n_x, :n_x], full[:n_x, n_x:]
         self.g_x = full[n_x:, :n_x]
         g_z = full[n_x:, n_x:]
+        self.dense = backend == "dense"
         self._reduced: np.ndarray | None = None
-        if backend == "dense":
+        if self.dense:
             lu = sla.lu_factor(g_z.toarray(), check_finite=False)
             self._solve = lambda b: sla.lu_solve(lu, b, check_finite=False)
-            # small systems: the reduced matrix itself is cheaper to apply than three products
-            self._reduced = self.f_x.toarray() - self.f_z @ self._solve(self.g_x.toarray())
         else:
             lu = spla.splu(sp.csc_matrix(g_z))
             self._solve = lu.solve
@@ -210,6 +209,8 @@ class AlgebraicLU:
     def reduced_matvec(self, v: np.ndarray) -> np.ndarray:
         """(f_x - f_z g_z^-1 g_x) v for v of shape (n_x, k): the reduced (ODE) Jacobian applied
         without forming it on large systems (it fills in)."""
-        if self._reduced is not None:
+        if self.dense:  # small systems: the reduced matrix is cheaper to apply than 3 products
+            if self._reduced is None:  # formed on first use only (Newton solves never use it)
+                self._reduced = self.f_x.toarray() - self.f_z @ self._solve(self.g_x.toarray())
             return self._reduced @ v
         return self.f_x @ v - self.f_z @ self.solve(self.g_x @ v)
