@@ -226,7 +226,13 @@ def _store(path: Path, executable) -> None:
 def load_or_compute(system, key: tuple, compute: Callable[[], dict]) -> dict[str, np.ndarray]:
     """Arrays that depend only on the system's structure (e.g. its Jacobian pattern), stored
     beside the executables (NumPy ``.npz``)."""
-    path = _path((system_fingerprint(system), key))
+    return load_or_compute_arrays((system_fingerprint(system), key), compute)
+
+
+def load_or_compute_arrays(key: tuple, compute: Callable[[], dict]) -> dict[str, np.ndarray]:
+    """Arrays that depend only on ``key`` and the numerical sources (e.g. a network's power
+    flow), stored in the store as NumPy ``.npz`` (written aside, then renamed)."""
+    path = _path(key)
     if path is not None:
         path = path.with_suffix(".npz")
         if path.exists():

@@ -171,6 +171,12 @@ def network_summary(name: str) -> dict:
     return {"name": name, "description": NETWORKS[name].description, **sizes}
 
 
+def stored_sizes(name: str) -> dict | None:
+    """The stored sizes of a network (n_bus, n_x, n_z, n_outputs), or None when it is not in
+    the metadata file (registered at run time); never builds anything."""
+    return _stored_sizes().get(name)
+
+
 @functools.cache
 def _stored_sizes() -> dict[str, dict]:
     return json.loads(SUMMARY_FILE.read_text())

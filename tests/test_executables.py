@@ -56,3 +56,23 @@ def test_concurrent_first_requests_compile_once_and_the_rest_load(tmp_path, monk
     off = load_or_compile(system, key, _build, args)
     assert off[1] > 0.0 and off[2] == 0.0
     assert np.isclose(float(off[0](*args)), 2.5 + offset)
+
+
+def test_stored_power_flow_equals_a_fresh_solve(tmp_path, monkeypatch):
+    """A network's power flow comes from the store after the first solve, equal field by field
+    (values and Python types) to pandapower's answer."""
+    import dataclasses
+
+    import pandapower.networks as pn
+
+    from models.powerflow import case9_power_flow, run_power_flow
+
+    monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
+    first = case9_power_flow()
+    assert list(tmp_path.rglob("*.npz"))  # stored
+    stored, fresh = case9_power_flow(), run_power_flow(pn.case9())
+    for field in dataclasses.fields(fresh):
+        ours, theirs = getattr(stored, field.name), getattr(fresh, field.name)
+        assert type(ours) is type(theirs), field.name
+        assert np.array_equal(np.asarray(ours), np.asarray(theirs)), field.name
+        assert np.array_equal(np.asarray(getattr(first, field.name)), np.asarray(theirs))

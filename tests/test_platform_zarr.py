@@ -53,6 +53,22 @@ def test_round_trip_by_name(tmp_path: Path) -> None:
     assert ds.attrs["run_id"] == 17 and ds.attrs["method"] == "radau"
 
 
+def test_dataset_writer_round_trips_identically(tmp_path: Path) -> None:
+    """The concurrent writer gives what xarray's own writer gives: same values, names, dims,
+    NaN, attributes; also for a system without outputs and a run without accepted steps."""
+    result = fake_result(n_acc=0)
+    result.output_names, result.y_eval = (), np.zeros((11, 0))
+    result.x_eval[3, 1] = np.nan
+    ds = zs.result_dataset(result, {"run_id": 3, "scenario": "fault"})
+    zs.write_dataset(tmp_path / "ours", ds)
+    ds.to_zarr(str(tmp_path / "xarray"), zarr_format=3, consolidated=False)
+    ours = xr.open_zarr(str(tmp_path / "ours"), consolidated=False).load()
+    theirs = xr.open_zarr(str(tmp_path / "xarray"), consolidated=False).load()
+    xr.testing.assert_identical(ours, ds)
+    xr.testing.assert_identical(ours, theirs)
+    assert np.isnan(ours.x.values[3, 1]) and ours.sizes["output"] == 0
+
+
 def test_failed_result_keeps_reason(tmp_path: Path) -> None:
     result = fake_result()
     result.status, result.reason = RunStatus.FAILED, FailureReason.MAX_STEPS

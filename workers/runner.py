@@ -25,6 +25,8 @@ from raptorgrid.zarr_store import consolidate_campaign, result_dataset, write_ru
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 if TYPE_CHECKING:
+    import xarray as xr
+
     from solvers.result import SolveResult
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,12 @@ class LeaseLost(Exception):
     """Another attempt owns the run now (our lease expired and it was re-claimed)."""
 
 
+class RunTimeLimit(Exception):
+    """The run has been solving for longer than ``soft_time_limit``; raised from the progress
+    callback, at an accepted advance (a safe point of every method), so it holds for each run of
+    a batch and whatever library callback the solver is in when Celery's signal fires."""
+
+
 class RunCancelled(Exception):
     """The run's campaign was cancelled; raised from the progress callback to stop the solver."""
 
@@ -95,12 +103,15 @@ class Heartbeat:
 
     def __init__(self, ctx: WorkerContext, claim: repo.Claim) -> None:
         self.ctx, self.claim = ctx, claim
-        self.last = time.monotonic()
+        self.last = self.started = time.monotonic()
         self.sim_time: float | None = None
 
     def __call__(self, t: float) -> None:
         self.sim_time = t
-        if time.monotonic() - self.last >= self.ctx.settings.heartbeat_seconds:
+        now = time.monotonic()
+        if now - self.started > self.ctx.settings.soft_time_limit:
+            raise RunTimeLimit(f"run {self.claim.run_id} passed its soft time limit at t = {t:g}")
+        if now - self.last >= self.ctx.settings.heartbeat_seconds:
             self.beat()
 
     def beat(self) -> None:
@@ -146,14 +157,19 @@ def _finish(ctx: WorkerContext, claim: repo.Claim, status, **fields) -> repo.Fin
     return outcome
 
 
-def score_run(ctx: WorkerContext, run_id: int) -> None:
+def score_run(ctx: WorkerContext, run_id: int, dataset: xr.Dataset | None = None) -> None:
     """Score what the committed run makes scorable (``raptorgrid.scoring``). The run is final
     already, so a scoring error is logged, not recorded as a run failure;
     ``raptorgrid.scoring.score_campaign`` scores whatever was missed (scoring is idempotent)."""
     from raptorgrid.scoring import score_finished_run
 
     try:
-        score_finished_run(db=ctx.db, zarr_root=ctx.settings.zarr_root, run_id=run_id)
+        score_finished_run(
+            db=ctx.db,
+            zarr_root=ctx.settings.zarr_root,
+            run_id=run_id,
+            loaded={run_id: dataset} if dataset is not None else None,
+        )
     except Exception:  # the run stays committed; logged with its traceback
         log.exception("run %d: scoring failed; score_campaign retries it", run_id)
 
@@ -164,15 +180,20 @@ def execute_run(
     worker: str,
     ctx: WorkerContext | None = None,
     time_limit_errors: tuple[type[BaseException], ...] = (),
+    phases: dict[str, float] | None = None,
 ) -> str:
     """Run ``run_id`` if it can be claimed; returns what happened, in a word, for the log.
 
     ``time_limit_errors`` are the exceptions meaning "the soft time limit fired" (Celery's
-    ``SoftTimeLimitExceeded``), recorded as ``time_limit`` failures.
+    ``SoftTimeLimitExceeded``), recorded as ``time_limit`` failures. ``phases``, when given, is
+    filled with the wall seconds of each phase (claim, build, solve, write, commit, score):
+    what ``benchmarks/platform.py`` reports as per-run overhead.
     """
     from solvers.status import FailureReason, RunStatus
 
     ctx = ctx or worker_context()
+    phases = phases if phases is not None else {}
+    started = time.perf_counter()
 
     def claim_it() -> repo.Claim | None:
         with ctx.db.write() as session:
@@ -186,13 +207,14 @@ def execute_run(
             )
 
     claim = with_db_retry(claim_it, settings=ctx.settings, what=f"run {run_id} claim")
+    phases["claim"] = time.perf_counter() - started
     if claim is None:
         log.info(
             "run %d not claimable (held by another attempt, final, or out of attempts)", run_id
         )
         return "skipped"
     try:
-        return _execute_claimed(ctx, claim)
+        return _execute_claimed(ctx, claim, phases)
     except LeaseLost as exc:
         log.warning("%s; leaving the run to it", exc)
         return "lease-lost"
@@ -205,7 +227,7 @@ def execute_run(
             message=FailureReason.CANCELLED.advice,
         )
         return "cancelled"
-    except time_limit_errors:
+    except (RunTimeLimit, *time_limit_errors):
         limit = ctx.settings.soft_time_limit
         _finish(
             ctx,
@@ -234,7 +256,7 @@ def execute_run(
         return "internal-error"
 
 
-def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
+def _execute_claimed(ctx: WorkerContext, claim: repo.Claim, phases: dict[str, float]) -> str:
     from models.disturbances import Disturbance
     from models.library import build_system
     from models.scenarios import make_scenario
@@ -245,6 +267,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
         with ctx.db.read() as session:
             return repo.run_inputs(session=session, run_id=claim.run_id)
 
+    mark = time.perf_counter()
     inputs = with_db_retry(read_inputs, settings=ctx.settings, what=f"run {claim.run_id} inputs")
     if inputs.campaign_status == CampaignStatus.CANCELLED.value:
         raise RunCancelled(f"run {claim.run_id}: campaign cancelled")
@@ -276,8 +299,10 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
     heartbeat = Heartbeat(ctx, claim)
     heartbeat.beat()  # building the system may have taken a while
     start = time.perf_counter()
+    phases["build"] = start - mark
     result = integrate(system, scenario, inputs.method, inputs.options, heartbeat)
     runtime = time.perf_counter() - start
+    phases["solve"] = runtime
 
     dataset = result_dataset(
         result,
@@ -289,8 +314,10 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
             "scenario": inputs.scenario_label,
         },
     )
+    mark = time.perf_counter()
     heartbeat.beat()  # still ours? then publish the trajectory, then commit
     write_start = time.perf_counter()
+    phases["lease"] = write_start - mark
     group = write_run(
         ctx.settings.zarr_root,
         inputs.campaign_id,
@@ -300,6 +327,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
         pause=ctx.settings.zarr_write_pause_seconds,
     )
     write_seconds = time.perf_counter() - write_start
+    phases["write"] = time.perf_counter() - start - runtime - phases["lease"]
     metrics = {
         **result.stats.as_dict(),
         "runtime_seconds": runtime,
@@ -308,6 +336,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
         "final_time": float(result.t[-1]) if len(result.t) else None,
         "warnings": "; ".join(result.warnings) or None,
     }
+    mark = time.perf_counter()
     finished = _finish(
         ctx,
         claim,
@@ -317,8 +346,10 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim) -> str:
         zarr_group=group,
         metrics=metrics,
     )
+    phases["commit"] = time.perf_counter() - mark
     if finished.recorded:
-        score_run(ctx, claim.run_id)
+        score_run(ctx, claim.run_id, dataset)
+    phases["score"] = time.perf_counter() - mark - phases["commit"]
     log.info(
         "run %d attempt %d %s: solve %.3f s (compile %.3f s), zarr %.3f s",
         claim.run_id,

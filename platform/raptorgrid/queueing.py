@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from celery import Celery
 from kombu.exceptions import ChannelError
@@ -13,16 +13,34 @@ from raptorgrid.celery_app import RUN_TASK
 log = logging.getLogger(__name__)
 
 
-def enqueue_runs(celery: Celery, run_ids: Iterable[int], *, queue: str) -> int:
-    """One message per run id, on one producer connection; returns how many were sent."""
-    ids = list(run_ids)
-    if not ids:
+def enqueue_runs(
+    celery: Celery,
+    run_ids: Iterable[int],
+    *,
+    queue: str,
+    batches: Sequence[Sequence[int]] | None = None,
+    time_limits: tuple[float, float] | None = None,
+) -> int:
+    """Send the runs on one producer connection: one message per run, or per batch when
+    ``batches`` (lists of run ids, ``raptorgrid.batching``) is given. A batch's message gets
+    ``time_limits`` (soft, hard: one run's limits) multiplied by its size, since each run keeps
+    its own limit inside the task. Returns how many runs were sent."""
+    groups = [list(b) for b in batches] if batches is not None else [[r] for r in run_ids]
+    groups = [[int(r) for r in g] for g in groups if g]
+    if not groups:
         return 0
     with celery.producer_or_acquire() as producer:
-        for run_id in ids:
-            celery.send_task(RUN_TASK, args=[run_id], queue=queue, producer=producer)
-    log.info("enqueued %d runs on %s", len(ids), queue)
-    return len(ids)
+        for group in groups:
+            limits = {}
+            if time_limits is not None and len(group) > 1:
+                limits = {
+                    "soft_time_limit": time_limits[0] * len(group),
+                    "time_limit": time_limits[1] * len(group),
+                }
+            celery.send_task(RUN_TASK, args=[group], queue=queue, producer=producer, **limits)
+    n = sum(len(g) for g in groups)
+    log.info("enqueued %d runs in %d messages on %s", n, len(groups), queue)
+    return n
 
 
 def queue_depth(celery: Celery, *, queue: str) -> int:

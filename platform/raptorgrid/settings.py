@@ -69,6 +69,15 @@ class Settings(BaseSettings):
         "the reduced-ODE kernels only)",
     )
     zarr_fsync: bool = Field(True, description="flush a run's files before publishing them")
+    max_batch_size: int = Field(
+        64, ge=1, description="most runs one task message carries (1 turns batching off)"
+    )
+    batch_target_seconds: float = Field(
+        2.0, gt=0, description="s; expected solve time a batch of short runs is sized to fill"
+    )
+    batch_min_tasks: int = Field(
+        8, ge=1, description="a campaign is split into at least this many messages if it can"
+    )
     reconcile_seconds: float = Field(5.0, gt=0, description="interval of the reconciler loop")
     worker_start_timeout: float = Field(120.0, gt=0, description="s; embedded worker start")
 

@@ -19,11 +19,13 @@ from celery import Celery
 from kombu.exceptions import OperationalError as BrokerUnavailable
 from sqlalchemy.exc import IntegrityError
 
+from models.library import stored_sizes
 from raptorgrid import repository as repo
+from raptorgrid.batching import RunToSend, batch_size, batches, expected_run_seconds
 from raptorgrid.db import Database
 from raptorgrid.queueing import enqueue_runs
 from raptorgrid.settings import Settings
-from raptorgrid.spec import CampaignCreate, expand
+from raptorgrid.spec import CampaignCreate, Expansion, expand
 from raptorgrid.tables import utcnow
 from raptorgrid.zarr_store import ensure_campaign_store
 
@@ -60,6 +62,37 @@ def _replay(db: Database, owner: str, key: str, request_hash: str) -> Submitted 
             "request body; send a new key to submit a different campaign"
         )
     return Submitted(found.id, found.n_scenarios, found.n_runs, replayed=True)
+
+
+def _batches(
+    db: Database,
+    settings: Settings,
+    spec: CampaignCreate,
+    expansion: Expansion,
+    run_ids: list[int],
+) -> list[list[int]]:
+    """The campaign's runs in messages (``raptorgrid.batching``), sized per method from the
+    measured solve times of earlier runs on the network, else from its size."""
+    runs = [
+        RunToSend(run_id, (r.method, r.config_label))
+        for run_id, r in zip(run_ids, expansion.runs, strict=True)
+    ]
+    if settings.max_batch_size == 1:
+        return [[r.run_id] for r in runs]
+    methods = sorted({r.config[0] for r in runs})
+    with db.read() as session:
+        measured = repo.recent_solve_seconds(session=session, network=spec.network, methods=methods)
+    meta = stored_sizes(spec.network) or {}
+    n_unknowns = int(meta.get("n_x", 0)) + int(meta.get("n_z", 0))
+    out: list[list[int]] = []
+    for method in methods:
+        mine = [r for r in runs if r.config[0] == method]
+        expected = expected_run_seconds(
+            n_unknowns=n_unknowns, t_end=spec.t_end, measured_median=measured.get(method)
+        )
+        size = batch_size(expected_seconds=expected, n_runs=len(mine), settings=settings)
+        out.extend(batches(mine, size))
+    return out
 
 
 def submit_campaign(
@@ -103,7 +136,13 @@ def submit_campaign(
         return replay
     ensure_campaign_store(settings.zarr_root, campaign.id)
     try:
-        enqueue_runs(celery, run_ids, queue=settings.queue)
+        enqueue_runs(
+            celery,
+            run_ids,
+            queue=settings.queue,
+            batches=_batches(db, settings, spec, expansion, run_ids),
+            time_limits=(settings.soft_time_limit, settings.hard_time_limit),
+        )
     except BrokerUnavailable as exc:
         log.warning(
             "campaign %d stored but the broker is unreachable (%s): its %d runs stay queued and "

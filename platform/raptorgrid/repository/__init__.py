@@ -24,6 +24,7 @@ from raptorgrid.repository.runs import (
     finish_run,
     get_run,
     list_runs,
+    recent_solve_seconds,
     renew_lease,
     run_inputs,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "get_run",
     "list_runs",
     "method_summary",
+    "recent_solve_seconds",
     "record_final",
     "renew_lease",
     "requeue_expired",

@@ -253,3 +253,29 @@ def finish_run(
         run_ids=[run_id],
     )
     return FinishOutcome(recorded=True, campaign_id=campaign_id, campaign_finished=done)
+
+
+def recent_solve_seconds(
+    *, session: Session, network: str, methods: list[str], limit: int = 50
+) -> dict[str, float]:
+    """Median solve seconds of the latest ``limit`` succeeded runs per method on ``network``
+    (methods without such runs are absent): the cost estimate behind batch sizes."""
+    out: dict[str, float] = {}
+    for method in methods:
+        values = sorted(
+            session.scalars(
+                select(Run.metric_solve_seconds)
+                .join(Campaign, Campaign.id == Run.campaign_id)
+                .where(
+                    Campaign.network == network,
+                    Run.method == method,
+                    Run.status == RunStatus.SUCCEEDED.value,
+                    Run.metric_solve_seconds.is_not(None),
+                )
+                .order_by(Run.id.desc())
+                .limit(limit)
+            )
+        )
+        if values:
+            out[method] = float(values[len(values) // 2])
+    return out

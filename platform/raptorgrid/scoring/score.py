@@ -158,8 +158,13 @@ def _f_hz(network: str) -> float:
     return float(build_system(network).info.get("f_hz", 60.0))
 
 
-def score_finished_run(*, db: Database, zarr_root: Path, run_id: int) -> ScoreOutcome:
-    """Score what the just-finished ``run_id`` makes scorable (see the module docstring)."""
+def score_finished_run(
+    *, db: Database, zarr_root: Path, run_id: int, loaded: dict[int, xr.Dataset] | None = None
+) -> ScoreOutcome:
+    """Score what the just-finished ``run_id`` makes scorable (see the module docstring).
+    ``loaded``: datasets the caller holds in memory already (the worker's own run, exactly what
+    it wrote), so they are not read back from the store."""
+    loaded = loaded or {}
     outcome = ScoreOutcome()
     with db.read() as session:
         run, campaign = session.execute(
@@ -196,6 +201,8 @@ def score_finished_run(*, db: Database, zarr_root: Path, run_id: int) -> ScoreOu
         return outcome
 
     def load(rid: int) -> xr.Dataset:
+        if rid in loaded:
+            return loaded[rid]
         return open_run(zarr_root, campaign.id, rid).load()
 
     ref_ds = load(reference.id) if ref_ok else None

@@ -1,0 +1,66 @@
+"""Batches of runs per task: how many runs of one method configuration one message carries.
+
+A task pays a fixed cost besides its solves (broker round trip, task dispatch, the worker's
+bookkeeping), so short runs are sent several to a message. The size comes from the expected
+solve time of one run: enough runs to fill ``batch_target_seconds``, at most
+``max_batch_size``, and never so many that the campaign has fewer than ``batch_min_tasks``
+messages (so every worker gets work). Each run of a batch is still claimed, heartbeated,
+written and committed on its own (``workers.runner``), so batching changes no guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from raptorgrid.settings import Settings
+
+SECONDS_PER_UNKNOWN = 2e-3
+"""Prior for the solve time of one run, in CPU seconds per DAE unknown (n_x + n_z) and per
+simulated second, used until a network and method have measured runs: wscc9 (45 unknowns),
+Radau rtol 1e-4, 0.3 s load step: 0.03-0.06 s (2026-12-03, ``benchmarks/platform.py``);
+stiffer methods and faults cost more, which only makes the batch smaller than it could be."""
+
+
+@dataclass(frozen=True)
+class RunToSend:
+    run_id: int
+    config: tuple[str, str]
+    """(method, configuration label): only runs of one configuration share a batch."""
+
+
+def expected_run_seconds(*, n_unknowns: int, t_end: float, measured_median: float | None) -> float:
+    """A run's expected solve time (s): the measured median of earlier runs of the same network
+    and method when there is one, else the size prior."""
+    if measured_median is not None and measured_median > 0:
+        return measured_median
+    return SECONDS_PER_UNKNOWN * max(1, n_unknowns) * max(t_end, 1e-3)
+
+
+def batch_size(*, expected_seconds: float, n_runs: int, settings: Settings) -> int:
+    """Runs per message for ``n_runs`` runs of ``expected_seconds`` each (see module doc)."""
+    by_cost = math.floor(settings.batch_target_seconds / max(expected_seconds, 1e-6))
+    by_spread = math.ceil(n_runs / settings.batch_min_tasks)
+    return max(1, min(by_cost, by_spread, settings.max_batch_size))
+
+
+def batches(runs: Iterable[RunToSend], size: int) -> list[list[int]]:
+    """Consecutive runs of one configuration, ``size`` at a time (order kept)."""
+    out: list[list[int]] = []
+    current: list[int] = []
+    config: tuple[str, str] | None = None
+    for run in runs:
+        if current and (run.config != config or len(current) >= size):
+            out.append(current)
+            current = []
+        config = run.config
+        current.append(run.run_id)
+    if current:
+        out.append(current)
+    return out
+
+
+def single(run_ids: Sequence[int]) -> list[list[int]]:
+    """One run per message (requeues of the reconciler)."""
+    return [[int(r)] for r in run_ids]
