@@ -154,6 +154,7 @@ def case9_power_flow(tolerance_mva: float = TOLERANCE_MVA) -> PowerFlowCase:
     uses 1.04 / 1.025 / 1.025 pu), so the operating point differs from the book's; the network and
     loads (125 + j50, 90 + j30, 100 + j35 MVA) are the same.
     """
+
     def solve() -> PowerFlowCase:
         import pandapower.networks as pn
 
