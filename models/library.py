@@ -86,6 +86,20 @@ NETWORKS: dict[str, NetworkEntry] = {
             ("ieee118", "case118", 118),
         )
     },
+    **{
+        case: NetworkEntry(
+            case,
+            f"{title} (pandapower {case}; {_IEEE}; typical data by rating; pandapower's branch "
+            "order)",
+            _matpower(case, case),
+        )
+        for case, title in (
+            ("case_illinois200", "Illinois 200-bus synthetic grid"),
+            ("case300", "IEEE 300-bus system"),
+            ("case1354pegase", "PEGASE 1,354-bus part of the European grid"),
+            ("case2869pegase", "PEGASE 2,869-bus part of the European grid"),
+        )
+    },
     "cascaded_line": NetworkEntry(
         "cascaded_line",
         "cascaded M-section line (10 pi-sections, dq frame): an ideal source feeding a load "

@@ -35,6 +35,16 @@ import pandapower.networks as pn
 BRANCH_ORDER_PATH = Path(__file__).resolve().parent.parent / "data" / "matpower_branch_order.json"
 PANDAPOWER_CASES = ("case14", "case39", "case57", "case118")
 """pandapower.networks cases whose MATPOWER branch order is stored."""
+PANDAPOWER_LARGE_CASES = (
+    "case_illinois200",
+    "case300",
+    "case1354pegase",
+    "case2869pegase",
+)
+"""Planning-size pandapower.networks cases, used in pandapower's branch order (its lines, then
+its transformers: ``NetworkSource.matpower_pairs`` is None) and with pandapower's own conversion
+of the transformer taps (no MATPOWER order is stored to repair reversed ones by): the model
+reproduces pandapower's power flow exactly, which is what its equilibrium is checked against."""
 MATPOWER_F_HZ = 60.0
 """MATPOWER files carry no frequency; the IEEE cases are 60 Hz systems."""
 
@@ -134,9 +144,13 @@ def repair_reversed_taps(net, pairs: list[tuple[int, int]]) -> tuple[int, ...]:
 
 
 def pandapower_case(case: str) -> NetworkSource:
-    """One of ``PANDAPOWER_CASES`` from ``pandapower.networks``, its reversed taps repaired."""
+    """One of ``PANDAPOWER_CASES`` from ``pandapower.networks``, its reversed taps repaired, or
+    one of ``PANDAPOWER_LARGE_CASES`` as pandapower gives it."""
+    if case in PANDAPOWER_LARGE_CASES:
+        return NetworkSource(case, getattr(pn, case)(), None)
     if case not in PANDAPOWER_CASES:
-        raise KeyError(f"unknown case {case!r}; valid: {list(PANDAPOWER_CASES)}")
+        valid = list(PANDAPOWER_CASES + PANDAPOWER_LARGE_CASES)
+        raise KeyError(f"unknown case {case!r}; valid: {valid}")
     net = getattr(pn, case)()
     pairs = stored_branch_order(case)
     return NetworkSource(case, net, pairs, repaired_trafos=repair_reversed_taps(net, pairs))
@@ -229,7 +243,7 @@ def pandapower_json(path: Path | str) -> NetworkSource:
 def network_source(source: str | Path) -> NetworkSource:
     """A case name of ``PANDAPOWER_CASES``, or a path to a ``.m`` or ``.json`` file."""
     text = str(source)
-    if text in PANDAPOWER_CASES:
+    if text in PANDAPOWER_CASES + PANDAPOWER_LARGE_CASES:
         return pandapower_case(text)
     path = Path(text)
     if path.suffix == ".m":
