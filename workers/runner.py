@@ -187,7 +187,7 @@ def execute_run(
     ``time_limit_errors`` are the exceptions meaning "the soft time limit fired" (Celery's
     ``SoftTimeLimitExceeded``), recorded as ``time_limit`` failures. ``phases``, when given, is
     filled with the wall seconds of each phase (claim, build, solve, write, commit, score):
-    what ``benchmarks/platform.py`` reports as per-run overhead.
+    what ``benchmarks/throughput.py`` reports as per-run overhead.
     """
     from solvers.status import FailureReason, RunStatus
 

@@ -127,7 +127,7 @@ def write_dataset(path: Path, dataset: xr.Dataset) -> None:
 
     ``Dataset.to_zarr`` creates and fills the arrays one after the other, each a round trip to
     that loop: 66-73 ms for a wscc9 run's ten arrays against 36-41 ms here (measured
-    2026-12-03, ``benchmarks/platform.py``)."""
+    2026-12-03, ``benchmarks/throughput.py``)."""
     sync(_write_dataset(str(path), dataset))
 
 

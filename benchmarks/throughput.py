@@ -1,6 +1,9 @@
 """Campaign throughput on the embedded platform: per-run overhead, runs per second, services.
 
-    python benchmarks/platform.py [--networks wscc9 ieee39] [--runs 128] [--workers 1 2]
+(Named ``throughput``, not ``platform``: a ``platform.py`` in this folder would shadow the
+standard library's ``platform`` module for every script run from here: numpy fails to import.)
+
+    python benchmarks/throughput.py [--networks wscc9 ieee39] [--runs 128] [--workers 1 2]
                                   [--batches 1 8 64] [--big ieee118:raptor:1000] [--json]
 
 Sections (every one on this machine, with the load average printed beside it):
@@ -26,21 +29,16 @@ given as process CPU. ``--json`` prints one JSON document instead of the tables.
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import statistics
 import sys
+import tempfile
+import time
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path, and this file would shadow the
-# standard library's ``platform`` for every later import: drop the folder, add the repository.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent))
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import load_average  # noqa: E402
 
