@@ -74,6 +74,12 @@ class TrapezoidOptions(_Options):
         10, ge=2, le=50, description="Newton iterations per factorization before a refresh"
     )
     max_steps: int = Field(10_000_000, ge=1, le=100_000_000, description="step budget")
+    linear_solver: Literal["auto", "dense", "sparse"] = Field(
+        "auto",
+        description="the Newton matrix on the unreduced DAE: dense LU of its autodiff Jacobian, "
+        "sparse (the network's coloured Jacobian factored by KLU, kept across steps) or auto "
+        "(dense up to 200 unknowns)",
+    )
 
 
 class IdaOptions(_AdaptiveOptions):

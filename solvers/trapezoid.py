@@ -41,22 +41,44 @@ from solvers.result import Stats
 from solvers.status import FailureReason
 from solvers.stepping import Advance, StepFailure, begin_segment, initial_state
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
-from solvers.trapezoid_kernel import CONVERGED, compiled_step, run_step
+from solvers.trapezoid_kernel import CONVERGED, SparseStep, compiled_step, run_step
 
 GRID_EPS = 1e-9
 """Times closer than this fraction of dt are the same grid point (floating-point noise)."""
 
 
-class _Factorization:
-    """The LU factors carried between steps for one mask; reset when h or the segment changes."""
+class _Stage:
+    """One mask's step and the factorization it carries between steps (dense: LU factors passed
+    in and out; sparse: KLU's numeric factorization kept in the step's handle); refactored when
+    h or the segment changes, or when the chord iteration slows."""
 
-    def __init__(self, n: int) -> None:
-        self.lu = jnp.zeros((n, n), jnp.float64)
-        self.piv = jnp.zeros(n, jnp.int32)
+    def __init__(self, system: DAESystem, step, mask: np.ndarray, sparse: bool) -> None:
+        n = system.n_x + system.n_z
+        self.mask = jnp.asarray(mask)
+        self.sparse = SparseStep(system) if sparse else None
+        self.step = step
+        dense_n = 0 if sparse else n  # the sparse step keeps its factors in its KLU handle
+        self.lu = jnp.zeros((dense_n, dense_n), jnp.float64)
+        self.piv = jnp.zeros(dense_n, jnp.int32)
         self.h: float | None = None
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.sparse.compile_seconds if self.sparse is not None else 0.0
 
     def stale(self, h: float) -> bool:
         return self.h is None or abs(h - self.h) > GRID_EPS * h
+
+    def advance(self, x, z, f, h: float, p, frozen, tol, max_iter):
+        args = (jnp.asarray(x), jnp.asarray(z), jnp.asarray(f), jnp.asarray(h), p, self.mask)
+        refactor = jnp.asarray(self.stale(h))
+        if self.sparse is not None:
+            return self.sparse(*args, jnp.asarray(frozen), refactor, tol, max_iter)
+        frozen = jnp.asarray(frozen)
+        return run_step(self.step, *args, frozen, self.lu, self.piv, refactor, tol, max_iter)
+
+    def accept(self, out, h: float) -> None:
+        self.lu, self.piv, self.h = out.lu, out.piv, h
 
 
 def step_grid(t_start: float, t_end: float, t0: float, dt: float) -> np.ndarray:
@@ -100,13 +122,20 @@ def trapezoid_steps(method: str):
     ) -> Iterator[Advance]:
         controllers = controller_mask(system) if delayed else None
         kernels, compile_seconds = kernels_for(system)
-        step, step_compile = compiled_step(system)
+        sparse = _sparse(system, options.linear_solver)
+        step, step_compile = (None, 0.0) if sparse else compiled_step(system)
         stats.compile_seconds += compile_seconds + step_compile
+        everything = np.ones(system.n_x)
+        masks = [everything] if controllers is None else [1.0 - controllers, controllers]
+        stages = [_Stage(system, step, mask, sparse) for mask in masks]
+        stats.compile_seconds += sum(stage.compile_seconds for stage in stages)
         x, z = initial_state(system, scenario)
         for segment in segments(system, scenario):
             ode, z = begin_segment(system, kernels, segment, x, z, stats, builder)
+            for stage in stages:
+                stage.h = None  # a new segment refactors
             x, z = yield from _segment_steps(
-                step,
+                stages,
                 ode,
                 segment.t_start,
                 segment.t_end,
@@ -116,15 +145,23 @@ def trapezoid_steps(method: str):
                 options,
                 stats,
                 builder,
-                controllers=controllers,
                 is_last=segment.t_end >= scenario.t_end,
             )
 
     return stepper
 
 
+def _sparse(system: DAESystem, requested: str) -> bool:
+    """Whether the step runs on the sparse unreduced DAE (``solvers.shifted_lu`` sizes)."""
+    from solvers.shifted_lu import DENSE_MAX_N
+
+    if requested == "auto":
+        return system.n_x + system.n_z > DENSE_MAX_N
+    return requested == "sparse"
+
+
 def _segment_steps(
-    step,
+    stages: list[_Stage],
     ode: ReducedODE,
     t_start: float,
     t_end: float,
@@ -135,16 +172,8 @@ def _segment_steps(
     stats: Stats,
     builder: TrajectoryBuilder,
     *,
-    controllers: np.ndarray | None,
     is_last: bool,
 ) -> Iterator[Advance]:
-    n = len(x) + len(z)
-    everything = np.ones(len(x))
-    stages = (
-        [(everything, _Factorization(n))]
-        if controllers is None
-        else [(1.0 - controllers, _Factorization(n)), (controllers, _Factorization(n))]
-    )
     tol, max_iter = jnp.asarray(options.newton_tol), jnp.asarray(options.max_newton, jnp.int32)
     f = np.asarray(ode.kernels.f(jnp.asarray(x), jnp.asarray(z), ode.p))
     stats.rhs_evaluations += 1
@@ -155,23 +184,9 @@ def _segment_steps(
             raise StepFailure(FailureReason.MAX_STEPS, f"more than {options.max_steps} steps", t)
         h = float(t_new - t)
         x_new, z_new, f_new = x, z, f
-        for mask, fact in stages:
+        for stage in stages:
             # each stage advances the masked states; the others stay at their latest values
-            out = run_step(
-                step,
-                jnp.asarray(x),
-                jnp.asarray(z_new),
-                jnp.asarray(f),
-                jnp.asarray(h),
-                ode.p,
-                jnp.asarray(mask),
-                jnp.asarray(x_new),
-                fact.lu,
-                fact.piv,
-                jnp.asarray(fact.stale(h)),
-                tol,
-                max_iter,
-            )
+            out = stage.advance(x, z_new, f, h, ode.p, x_new, tol, max_iter)
             iterations, status = int(out.iterations), int(out.status)
             stats.newton_iterations += iterations
             stats.rhs_evaluations += iterations + 1
@@ -184,7 +199,7 @@ def _segment_steps(
                     "iterations even with a fresh Jacobian; reduce dt",
                     t,
                 )
-            fact.lu, fact.piv, fact.h = out.lu, out.piv, h
+            stage.accept(out, h)
             x_new, z_new, f_new = np.asarray(out.x), np.asarray(out.z), np.asarray(out.f)
         stats.accepted += 1
         bad = check_state(x_new)
