@@ -1,6 +1,6 @@
 """Cost against network size: a 1 s bus fault on every RMS network from 9 to 2,869 buses.
 
-    python benchmarks/scaling.py [--systems ...] [--methods raptor radau bdf lsoda ida]
+    python benchmarks/scaling.py [--systems ...] [--methods raptor radau bdf lsoda ida trapezoid]
                                  [--max-baseline-unknowns 1400] [--json]
 
 Per network: n_x, n_z, the unreduced Jacobian's non-zeros; per method: CPU seconds of a warm
@@ -9,9 +9,9 @@ solve (compilation excluded: every method is solved once before it is timed), ac
 (Radau at rtol 1e-10 up to ``--max-baseline-unknowns`` unknowns, above it IDA with its sparse
 solver at rtol 1e-9). Then the exponent b of a least-squares fit cost per attempt ~ n^b over the
 networks from 118 buses up, per method. The baselines integrate the reduced ODE with a dense
-Jacobian (SciPy) or the DAE with a dense or sparse direct solver (IDA); the dense ones are not
-run above ``--max-baseline-unknowns``. CPU clock (``time.process_time``); the load average is
-printed beside the table.
+Jacobian (SciPy) or the DAE with a dense or sparse direct solver (IDA; the trapezoid at a fixed
+dt = 1 ms with KLU); the dense ones are not run above ``--max-baseline-unknowns``. CPU clock
+(``time.process_time``); the load average is printed beside the table.
 """
 
 from __future__ import annotations
@@ -37,15 +37,16 @@ SYSTEMS = (
     "case1354pegase",
     "case2869pegase",
 )
-METHODS = ("raptor", "radau", "bdf", "lsoda", "ida")
+METHODS = ("raptor", "radau", "bdf", "lsoda", "ida", "trapezoid")
 OPTIONS = {
     "raptor": {"rtol": 1e-6},
     "radau": {"rtol": 1e-6},
     "bdf": {"rtol": 1e-6},
     "lsoda": {"rtol": 1e-6},
     "ida": {"rtol": 1e-6},
+    "trapezoid": {"dt": 1e-3},
 }
-SPARSE_METHODS = {"raptor", "ida"}
+SPARSE_METHODS = {"raptor", "ida", "trapezoid"}
 """Methods whose linear algebra stays sparse on large networks."""
 
 

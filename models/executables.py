@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -137,9 +137,9 @@ def load_or_compile(
     if loaded is not None:
         return loaded[0], 0.0, loaded[1]
     # one compile per structure at a time: concurrent first requests (workers sharing the
-    # directory) wait for the first compile, then load what it stored
+    # directory, or the cluster's lock) wait for the first compile, then load what it stored
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(path.with_suffix(".lock")):
+    with _compile_lock(path):
         loaded = _load(path)
         if loaded is not None:
             return loaded[0], 0.0, loaded[1]
@@ -175,6 +175,43 @@ def _compile(build: Callable[[], Callable], example_args: tuple) -> tuple[Any, f
     with _persistent_cache_hits() as hits:
         executable = jax.jit(build()).lower(*example_args).compile()
     return executable, time.perf_counter() - start, hits
+
+
+CompileLock = Callable[[str], AbstractContextManager]
+"""``factory(name)`` -> a context manager holding the cluster-wide lock called ``name``."""
+_CLUSTER_LOCK: CompileLock | None = None
+
+
+def set_compile_lock(factory: CompileLock | None) -> None:
+    """Serialize first compiles through ``factory`` (e.g. a Redis lock, for workers on several
+    hosts, where ``flock`` on a network volume is not dependable) instead of the file lock;
+    None restores the file lock. A lock that cannot be taken (its server down, or held past
+    its wait) falls back to the file lock: at worst a structure is compiled twice, never
+    waited on forever."""
+    global _CLUSTER_LOCK
+    _CLUSTER_LOCK = factory
+
+
+@contextmanager
+def _compile_lock(path: Path):
+    factory = _CLUSTER_LOCK
+    if factory is not None:
+        lock = factory(f"raptorgrid:compile:{path.stem}")
+        try:
+            acquired = lock.__enter__()
+        except Exception:
+            log.warning("cluster compile lock unavailable: using the file lock", exc_info=True)
+        else:
+            try:
+                yield acquired
+            finally:
+                try:
+                    lock.__exit__(None, None, None)
+                except Exception:  # expired or server gone: the compile is done anyway
+                    log.warning("could not release the cluster compile lock", exc_info=True)
+            return
+    with _file_lock(path.with_suffix(".lock")):
+        yield None
 
 
 @contextmanager

@@ -7,6 +7,7 @@ import time
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from dae_examples import linear_index1
 
 from models.executables import load_or_compile
@@ -76,3 +77,51 @@ def test_stored_power_flow_equals_a_fresh_solve(tmp_path, monkeypatch):
         assert type(ours) is type(theirs), field.name
         assert np.array_equal(np.asarray(ours), np.asarray(theirs)), field.name
         assert np.array_equal(np.asarray(getattr(first, field.name)), np.asarray(theirs))
+
+
+@pytest.mark.services
+def test_a_redis_lock_serializes_first_compiles_without_the_file_lock(
+    tmp_path, monkeypatch, redis_url
+):
+    """Workers on several hosts cannot rely on flock: with the Redis compile lock installed
+    (as the worker does when its broker is Redis), concurrent first requests still compile
+    once, and the file lock is never taken; an unreachable Redis falls back to the file lock."""
+    from models import executables
+    from workers.jaxsetup import redis_compile_lock
+
+    monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
+
+    def no_file_lock(path):  # noqa: ANN001, ANN202
+        raise AssertionError("the file lock was used")
+
+    monkeypatch.setattr(executables, "_file_lock", no_file_lock)
+    executables.set_compile_lock(redis_compile_lock(redis_url))
+    try:
+        system = linear_index1()
+        args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
+        offset = float(time.time_ns() % 1_000_000) + 0.25
+        key = ("test", "redis lock", str(tmp_path))
+        results: list[tuple] = []
+        barrier = threading.Barrier(3)
+
+        def request() -> None:
+            barrier.wait()
+            results.append(load_or_compile(system, key, _builder(offset), args))
+
+        threads = [threading.Thread(target=request) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(r[1] > 0.0 for r in results) == [False, False, True]
+        assert {float(r[0](*args)) for r in results} == {2.5 + offset}
+        # Redis unreachable: the file lock takes over (and is used)
+        monkeypatch.undo()
+        monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
+        executables.set_compile_lock(redis_compile_lock("redis://127.0.0.1:1/0"))
+        fallback = load_or_compile(
+            system, ("test", "fallback", str(tmp_path)), _builder(offset), args
+        )
+        assert fallback[1] > 0.0 and list(tmp_path.rglob("*.lock"))
+    finally:
+        executables.set_compile_lock(None)

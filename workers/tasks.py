@@ -33,7 +33,7 @@ def _init_pool_process(**_: object) -> None:
     from workers.jaxsetup import configure_jax, prebuild
 
     settings = get_settings()
-    configure_jax(settings.jax_cache_dir)
+    configure_jax(settings.jax_cache_dir, lock_url=settings.broker_url)
     prebuild(settings.prebuild_networks, settings.prebuild_methods)
 
 
