@@ -48,6 +48,7 @@ from models.dae import DAESystem, Scenario
 from models.kernels import as_device_params, kernels_for
 from models.sparsity import JacobianStructure, jacobian_structure
 from solvers.catalogue import IdaOptions
+from solvers.dae_eval import DAEEvaluator, point_kernels
 from solvers.reduced import ReducedODE
 from solvers.result import Stats
 from solvers.shifted_lu import choose_backend
@@ -221,29 +222,64 @@ def ida_steps(method: str = "ida"):
                 sparsity=structure.csc(np.ones(structure.nnz)) if sparse else None,
             )
         x, z = initial_state(system, scenario)
-        for segment in segments(system, scenario):
-            ode, z = begin_segment(system, kernels, segment, x, z, stats, builder)
-            x, z = yield from _segment_steps(
-                solver,
-                callbacks,
-                ode,
-                segment.t_start,
-                segment.t_end,
-                x,
-                z,
-                options,
-                stats,
-                builder,
-                is_last=segment.t_end >= scenario.t_end,
-            )
+        point = point_kernels(system)
+        before = point.compile_seconds + point.load_seconds
+        try:
+            yield from _segments(
+                system, scenario, kernels, structure, point, sparse, solver, callbacks, x, z,
+                options, stats, builder,
+            )  # fmt: skip
+        finally:  # the batched f/g of the sparse z solves compile on first use
+            stats.compile_seconds += point.compile_seconds + point.load_seconds - before
 
     return stepper
+
+
+def _segments(
+    system: DAESystem,
+    scenario: Scenario,
+    kernels,
+    structure: JacobianStructure,
+    point,
+    sparse: bool,
+    solver,
+    callbacks: _Callbacks,
+    x: np.ndarray,
+    z: np.ndarray,
+    options: IdaOptions,
+    stats: Stats,
+    builder: TrajectoryBuilder,
+) -> Iterator[Advance]:
+    """Every segment of the scenario (an event restarts IDA)."""
+    for segment in segments(system, scenario):
+        ode, z = begin_segment(system, kernels, segment, x, z, stats, builder)
+        # z at step ends and samples: Newton on the sparse g_z on large networks (the reduced
+        # ODE's dense autodiff g_z costs seconds per call at thousands of buses)
+        solve_z = ode.solve_z
+        if sparse:
+            evaluator = DAEEvaluator(system, segment.params, "sparse", stats, point, structure)
+            solve_z = evaluator.consistent_z
+        x, z = yield from _segment_steps(
+            solver,
+            callbacks,
+            ode,
+            solve_z,
+            segment.t_start,
+            segment.t_end,
+            x,
+            z,
+            options,
+            stats,
+            builder,
+            is_last=segment.t_end >= scenario.t_end,
+        )
 
 
 def _segment_steps(
     solver,
     callbacks: _Callbacks,
     ode: ReducedODE,
+    solve_z,
     t_start: float,
     t_end: float,
     x: np.ndarray,
@@ -286,9 +322,11 @@ def _segment_steps(
             raise StepFailure(
                 FailureReason.MAX_STEPS, f"more than {options.max_steps} accepted steps", t_new
             )
-        z_new = ode.solve_z(x_new, np.array(out.y[n:]))
+        z_new = solve_z(x_new, np.array(out.y[n:]))
         done = int(out.status) == IDA_TSTOP_RETURN or t_new >= t_end
-        _fill_samples(solver, builder, ode, (t, x, z), (t_new, x_new, z_new), last=done and is_last)
+        _fill_samples(
+            solver, builder, ode, solve_z, (t, x, z), (t_new, x_new, z_new), last=done and is_last
+        )
         ode.z = z_new
         builder.accept(t_new, x_new, z_new)
         t, x, z = t_new, x_new, z_new
@@ -298,7 +336,9 @@ def _segment_steps(
     return x, z
 
 
-def _fill_samples(solver, builder: TrajectoryBuilder, ode: ReducedODE, start, end, *, last: bool):
+def _fill_samples(
+    solver, builder: TrajectoryBuilder, ode: ReducedODE, solve_z, start, end, *, last: bool
+):
     """Samples in [t0, t1) (closed when ``last``): the step points' own values at the ends, IDA's
     interpolant inside, z re-solved there."""
     t0, x0, z0 = start
@@ -313,6 +353,6 @@ def _fill_samples(solver, builder: TrajectoryBuilder, ode: ReducedODE, start, en
         else:
             out = solver.step(ts, method="normal")
             xi = np.array(out.y[:n])
-            zi = ode.solve_z(xi, np.array(out.y[n:]))
+            zi = solve_z(xi, np.array(out.y[n:]))
         builder.x_eval[i], builder.z_eval[i] = xi, zi
         builder.y_eval[i] = ode.outputs(xi, zi)
