@@ -76,3 +76,25 @@ def test_status_of_unknown_campaign(tmp_path: Path, monkeypatch) -> None:
     assert invoke("db", "upgrade").exit_code == 0
     result = invoke("status", "5")
     assert result.exit_code == 2 and "campaign 5 not found" in result.output
+
+
+def test_results_commands_without_a_database_say_where_they_looked(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``status``/``report``/``cancel`` with no campaigns database: one clear message naming the
+    file and the setting, exit status 2, and no empty database left behind."""
+    from raptorgrid.settings import get_settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAPTORGRID_DATA_DIR", str(tmp_path / "nowhere"))
+    get_settings.cache_clear()
+    try:
+        for command in (["status", "1"], ["report", "1"], ["cancel", "1"]):
+            result = invoke(*command)
+            assert result.exit_code == 2, result.output
+            text = " ".join(result.output.split())
+            assert "no campaigns database at" in text and "RAPTORGRID_DATA_DIR" in text
+            assert "Traceback" not in result.output
+        assert not (tmp_path / "nowhere").exists()
+    finally:
+        get_settings.cache_clear()

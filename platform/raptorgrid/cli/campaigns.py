@@ -20,7 +20,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from raptorgrid.cli.errors import EXIT_FAILED, UserError, fail, user_errors
+from raptorgrid.cli.errors import EXIT_FAILED, UserError, existing_database, fail, user_errors
 from raptorgrid.cli.render import campaign_summary, console, counts_line, method_table
 
 SpecArg = Annotated[Path, typer.Argument(help="campaign spec (JSON file, or - for stdin)")]
@@ -198,11 +198,10 @@ def cancel(
 
 def _local_cancel(campaign_id: int) -> dict[str, Any]:
     from raptorgrid import repository as repo
-    from raptorgrid.db import Database
     from raptorgrid.settings import get_settings
     from raptorgrid.tables import utcnow
 
-    db = Database.from_settings(get_settings())
+    db = existing_database(get_settings())
     try:
         with db.write() as session:
             if repo.get_campaign(session=session, campaign_id=campaign_id) is None:
@@ -216,10 +215,9 @@ def _local_cancel(campaign_id: int) -> dict[str, Any]:
 def _local_status(campaign_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from raptorgrid import repository as repo
     from raptorgrid.api.schemas import CampaignPublic
-    from raptorgrid.db import Database
     from raptorgrid.settings import get_settings
 
-    db = Database.from_settings(get_settings())
+    db = existing_database(get_settings())
     try:
         with db.read() as session:
             campaign = repo.get_campaign(session=session, campaign_id=campaign_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import typer
 from pydantic import ValidationError
@@ -53,3 +54,35 @@ def user_errors() -> Iterator[None]:
         raise fail(f"invalid input:\n{describe(exc)}") from None
     except (UserError, KeyError, FileNotFoundError, json.JSONDecodeError, ValueError) as exc:
         raise fail(describe(exc)) from None
+
+
+def existing_database(settings):  # noqa: ANN001, ANN201 - Settings -> raptorgrid.db.Database
+    """The campaigns database, refused with a clear message (and without creating a file) when
+    there is none yet: SQLite creates an empty file on connect, and the first query then failed
+    with a SQLAlchemy traceback."""
+    from sqlalchemy import inspect
+    from sqlalchemy.engine import make_url
+
+    from raptorgrid.db import Database
+
+    url = make_url(settings.database_url)
+    where = url.database if url.get_backend_name() == "sqlite" else url.render_as_string()
+    missing = UserError(
+        f"no campaigns database at {where}; set RAPTORGRID_DATA_DIR (or RAPTORGRID_DATABASE_URL) "
+        "to where your campaigns are, or run a campaign first (raptorgrid run SPEC)"
+    )
+    if url.get_backend_name() == "sqlite" and (
+        not url.database or not Path(url.database).is_file()
+    ):
+        raise missing
+    db = Database.from_settings(settings)
+    try:
+        with db.engine.connect() as connection:
+            has_campaigns = inspect(connection).has_table("campaigns")
+    except Exception:
+        db.dispose()
+        raise
+    if not has_campaigns:
+        db.dispose()
+        raise missing
+    return db

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from raptorgrid.cli.errors import UserError, user_errors
+from raptorgrid.cli.errors import UserError, existing_database, user_errors
 
 console = Console()
 TABLE_ONE_COLUMNS = ["method", "config", "runtime_s", "state_error", "speedup", "note"]
@@ -50,11 +50,10 @@ def _table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
 
 def _with_campaign(campaign_id: int, action):
     from raptorgrid import repository as repo
-    from raptorgrid.db import Database
     from raptorgrid.settings import get_settings
 
     settings = get_settings()
-    db = Database.from_settings(settings)
+    db = existing_database(settings)
     try:
         with db.read() as session:
             if repo.get_campaign(session=session, campaign_id=campaign_id) is None:
