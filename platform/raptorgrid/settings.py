@@ -91,6 +91,10 @@ class Settings(BaseSettings):
         False, description="GET endpoints need a valid token too (default: reads are open)"
     )
     max_case_bytes: int = Field(5_000_000, ge=1, description="largest uploaded case file (bytes)")
+    max_request_bytes: int = Field(
+        6_000_000, ge=1, description="largest request body (bytes), refused before parsing"
+    )
+    max_json_depth: int = Field(32, ge=4, description="deepest nesting of a JSON request body")
     db_retry_seconds: float = Field(
         120.0, ge=0, description="s; how long a worker retries a write while the database is down"
     )

@@ -14,6 +14,7 @@ from fastapi import Depends, FastAPI
 from raptorgrid import __version__
 from raptorgrid.api import errors
 from raptorgrid.api.deps import bounded_path_ids
+from raptorgrid.api.limits import RequestLimits
 from raptorgrid.api.routes import campaigns, cases, health, runs, solvers, trajectories
 from raptorgrid.api.routes import stats as results_stats
 from raptorgrid.celery_app import create_celery
@@ -41,6 +42,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.stats_cache = StatsCache()
     app.state.celery = create_celery(settings)
     errors.install(app)
+    app.add_middleware(
+        RequestLimits,
+        max_bytes=settings.max_request_bytes,
+        max_depth=settings.max_json_depth,
+    )
     # results first: its /campaigns/{id}/stats supersedes the older one in campaigns
     for module in (results_stats, trajectories, campaigns, runs, cases, solvers, health):
         app.include_router(module.router)
