@@ -8,9 +8,11 @@ solve (compilation excluded: every method is solved once before it is timed), ac
 (RAPTOR: intervals), rejected, CPU per attempt, and the state error against a reference
 (Radau at rtol 1e-10 up to ``--max-baseline-unknowns`` unknowns, above it IDA with its sparse
 solver at rtol 1e-9). Then the exponent b of a least-squares fit cost per attempt ~ n^b over the
-networks from 118 buses up, per method. The baselines integrate the reduced ODE with a dense
-Jacobian (SciPy) or the DAE with a dense or sparse direct solver (IDA; the trapezoid at a fixed
-dt = 1 ms with KLU); the dense ones are not run above ``--max-baseline-unknowns``. CPU clock
+networks from 118 buses up, per method. Radau and BDF integrate the reduced ODE up to 400
+unknowns and the epsilon-embedded DAE with a sparse Jacobian above (``solvers.scipy_dae``);
+LSODA the reduced ODE with a dense Jacobian (not run above ``--max-baseline-unknowns``); IDA
+the DAE with a dense or sparse direct solver; the trapezoid (fixed dt = 1 ms) the DAE with KLU
+above 200 unknowns. CPU clock
 (``time.process_time``); the load average is printed beside the table.
 """
 
@@ -46,7 +48,7 @@ OPTIONS = {
     "ida": {"rtol": 1e-6},
     "trapezoid": {"dt": 1e-3},
 }
-SPARSE_METHODS = {"raptor", "ida", "trapezoid"}
+SPARSE_METHODS = {"raptor", "ida", "trapezoid", "radau", "bdf"}
 """Methods whose linear algebra stays sparse on large networks."""
 
 

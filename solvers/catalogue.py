@@ -43,7 +43,13 @@ class ImplicitRungeKuttaOptions(_AdaptiveOptions):
     """Options of SciPy's implicit integrators (radau, bdf, lsoda) on the reduced ODE."""
 
     exact_jacobian: bool = Field(
-        True, description="pass the exact reduced Jacobian (else SciPy differences it)"
+        True, description="pass the exact Jacobian (else SciPy differences it)"
+    )
+    formulation: Literal["auto", "reduced", "dae"] = Field(
+        "auto",
+        description="reduced: the ODE in x with z eliminated (dense reduced Jacobian); dae "
+        "(radau, bdf): the DAE in (x, z) as its epsilon-embedding, sparse Jacobian and SuperLU; "
+        "auto: dae above 400 unknowns for radau and bdf, else reduced (docs: solvers/scipy_dae)",
     )
 
 
