@@ -52,6 +52,42 @@ class StepOutcome:
     status: Any
 
 
+def _chord(residual, refactor, solve, w0, factors, factor_first, tol, max_iter):
+    """The chord (modified Newton) iteration of a step, shared by the dense and sparse steps:
+    ``factors`` (any pytree) are kept while the update contracts by RATE_LIMIT per iteration,
+    refreshed by ``refactor(w, factors)`` when it slows (restarting from ``w0``); a step that is
+    slow even with fresh factors fails. Returns (w, factors, iterations, factorizations,
+    status)."""
+
+    def cond(c):
+        return c[5] == RUNNING
+
+    def body(c):
+        w, factors, it, it_fac, n_fac, status, fresh, need, prev = c
+        factors, n_fac = jax.lax.cond(
+            need, lambda w, f, n: (refactor(w, f), n + 1), lambda w, f, n: (f, n), w, factors, n_fac
+        )
+        fresh = fresh | need
+        it_fac = jnp.where(need, 0, it_fac)
+        prev = jnp.where(need, jnp.inf, prev)
+        dw = solve(factors, residual(w))
+        w_new = w - dw
+        size = jnp.max(jnp.abs(dw)) / jnp.maximum(1.0, jnp.max(jnp.abs(w_new)))
+        finite = jnp.isfinite(size)
+        converged = finite & (size <= tol)
+        slow = ~finite | ((it_fac >= 1) & (size > RATE_LIMIT * prev)) | (it_fac + 1 >= max_iter)
+        slow = slow & ~converged
+        status = jnp.where(converged, CONVERGED, jnp.where(slow & fresh, FAILED, RUNNING))
+        need = slow & ~fresh
+        # a refactorization restarts from the predictor: the stale iterates may have drifted
+        w = jnp.where(need, w0, w_new)
+        return w, factors, it + 1, it_fac + 1, n_fac, status, fresh, need, size
+
+    init = (w0, factors, 0, 0, 0, RUNNING, False, factor_first, jnp.inf)
+    w, factors, it, _, n_fac, status, *_ = jax.lax.while_loop(cond, body, init)
+    return w, factors, it, n_fac, status
+
+
 def _step_function(system: DAESystem):
     f, g = system.f, system.g
     n_x = system.n_x
@@ -67,36 +103,16 @@ def _step_function(system: DAESystem):
         args = (x0, f0, h, p, mask, frozen)
         w0 = jnp.concatenate([mask * (x0 + h * f0) + (1.0 - mask) * frozen, z0])
 
-        def refactor(w, lu, piv, n_fac):
-            lu, piv = lu_factor(jacobian(w, *args))
-            return lu, piv, n_fac + 1
-
-        def cond(c):
-            return c[6] == RUNNING
-
-        def body(c):
-            w, lu, piv, it, it_fac, n_fac, status, fresh, need, prev = c
-            lu, piv, n_fac = jax.lax.cond(
-                need, refactor, lambda w, lu, piv, n: (lu, piv, n), w, lu, piv, n_fac
-            )
-            fresh = fresh | need
-            it_fac = jnp.where(need, 0, it_fac)
-            prev = jnp.where(need, jnp.inf, prev)
-            dw = lu_solve((lu, piv), residual(w, *args))
-            w_new = w - dw
-            size = jnp.max(jnp.abs(dw)) / jnp.maximum(1.0, jnp.max(jnp.abs(w_new)))
-            finite = jnp.isfinite(size)
-            converged = finite & (size <= tol)
-            slow = ~finite | ((it_fac >= 1) & (size > RATE_LIMIT * prev)) | (it_fac + 1 >= max_iter)
-            slow = slow & ~converged
-            status = jnp.where(converged, CONVERGED, jnp.where(slow & fresh, FAILED, RUNNING))
-            need = slow & ~fresh
-            # a refactorization restarts from the predictor: the stale iterates may have drifted
-            w = jnp.where(need, w0, w_new)
-            return w, lu, piv, it + 1, it_fac + 1, n_fac, status, fresh, need, size
-
-        init = (w0, lu, piv, 0, 0, 0, RUNNING, False, factor_first, jnp.inf)
-        w, lu, piv, it, _, n_fac, status, *_ = jax.lax.while_loop(cond, body, init)
+        w, (lu, piv), it, n_fac, status = _chord(
+            lambda w: residual(w, *args),
+            lambda w, factors: lu_factor(jacobian(w, *args)),
+            lambda factors, r: lu_solve(factors, r),
+            w0,
+            (lu, piv),
+            factor_first,
+            tol,
+            max_iter,
+        )
         x1, z1 = w[:n_x], w[n_x:]
         return x1, z1, f(x1, z1, p), lu, piv, it, n_fac, status
 
@@ -209,38 +225,16 @@ def _sparse_step_function(system: DAESystem, sparse: SparseStep):
         w0 = jnp.concatenate([mask * (x0 + h * f0) + (1.0 - mask) * frozen, z0])
         entry_scale = jnp.where(in_x_rows, mask[x_row_of_entry], 1.0)
 
-        def refactor(w, num, n_fac):
+        def refactor(w, num):
             vals = values(w[:n_x], w[n_x:], p) * entry_scale
-            num, _ = linalg.factor_shifted(vals, jnp.reshape(half, (1,)), handles, "filter")
-            return num, n_fac + 1
+            return linalg.factor_shifted(vals, jnp.reshape(half, (1,)), handles, "filter")[0]
 
-        def keep(w, num, n_fac):
-            return num, n_fac
+        def solve(num, r):
+            return linalg.solve_shifted((num, handles["symbolic"]), r[None, :, None])[0, :, 0]
 
-        def cond(c):
-            return c[5] == RUNNING
-
-        def body(c):
-            w, num, it, it_fac, n_fac, status, fresh, need, prev = c
-            num, n_fac = jax.lax.cond(need, refactor, keep, w, num, n_fac)
-            fresh = fresh | need
-            it_fac = jnp.where(need, 0, it_fac)
-            prev = jnp.where(need, jnp.inf, prev)
-            dw = linalg.solve_shifted((num, handles["symbolic"]), residual(w)[None, :, None])
-            dw = dw[0, :, 0]
-            w_new = w - dw
-            size = jnp.max(jnp.abs(dw)) / jnp.maximum(1.0, jnp.max(jnp.abs(w_new)))
-            finite = jnp.isfinite(size)
-            converged = finite & (size <= tol)
-            slow = ~finite | ((it_fac >= 1) & (size > RATE_LIMIT * prev)) | (it_fac + 1 >= max_iter)
-            slow = slow & ~converged
-            status = jnp.where(converged, CONVERGED, jnp.where(slow & fresh, FAILED, RUNNING))
-            need = slow & ~fresh
-            w = jnp.where(need, w0, w_new)
-            return w, num, it + 1, it_fac + 1, n_fac, status, fresh, need, size
-
-        init = (w0, handles["filter"], 0, 0, 0, RUNNING, False, factor_first, jnp.inf)
-        w, _, it, _, n_fac, status, *_ = jax.lax.while_loop(cond, body, init)
+        w, _, it, n_fac, status = _chord(
+            residual, refactor, solve, w0, handles["filter"], factor_first, tol, max_iter
+        )
         x1, z1 = w[:n_x], w[n_x:]
         return x1, z1, f(x1, z1, p), it, n_fac, status
 
