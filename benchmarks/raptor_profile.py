@@ -101,6 +101,7 @@ def profile(system_name: str, reps: int) -> dict:
         np.zeros((options.n_rbf, system.n_x)),
         0.0,
         options,
+        code.no_factors,
     )
     st = make_stages(system, code.linalg)
     lam = bank["lam"][bank["slot_owner"]]

@@ -106,6 +106,10 @@ class DenseLinalg:
         """rhs (n_z, k) -> (n_z, k)."""
         return lu_solve(factors, rhs)
 
+    def kept_factors(self, handles, kept):
+        """The factorizations of the previous attempt: dense ones are values, passed back in."""
+        return kept
+
 
 class KluLinalg:
     """KLU refactorizations into handles allocated once per structure and slot count."""
@@ -177,6 +181,15 @@ class KluLinalg:
     def solve_algebraic(self, factors, rhs):
         num, sym = factors
         return self._klu._solve_with_numeric_jit(num, rhs[None], sym).reshape(rhs.shape)
+
+    def kept_factors(self, handles, kept):
+        """The factorizations of the previous attempt: still in the handles (refactored in
+        place), so ``kept`` is unused."""
+        return (
+            (handles["slots"], handles["symbolic"]),
+            (handles["filter"], handles["symbolic"]),
+            (handles["gz"], handles["gz_symbolic"]),
+        )
 
 
 def make_linalg(structure: JacobianStructure, backend: Backend, n_slots: int):

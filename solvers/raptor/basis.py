@@ -81,9 +81,9 @@ class Bank:
     check_values: np.ndarray  # (M, M): x(s_chk) - x_k = check_values @ Y
     check_slopes: np.ndarray  # (M, M): h x'(s_chk) = check_slopes @ Y
     end_slope: np.ndarray  # (M,): h x'(1) = end_slope @ Y
-    init_map: np.ndarray  # (M, 2): Y_init = init_map @ [h f(0); h f(1)] (min-norm match)
+    init_map: np.ndarray  # (M, 2): Y_init = init_map @ [h f(0); x(1) - x_k] (min-norm match)
     init_reg: np.ndarray  # (N, N): (E^T E + mu I)^-1 for the continuation-biased guess
-    init_e: np.ndarray  # (2, N): E = [psi'(0); psi'(1)]
+    init_e: np.ndarray  # (2, N): E = [psi'(0); psi(1)]
     psi_colloc: np.ndarray  # (M, N)
     slot_owner: np.ndarray  # (S,) eigenvalue index factorized in each slot
     slot_partner: np.ndarray  # (S,) index of its conjugate partner (= owner if real)
@@ -160,7 +160,8 @@ def draw_bank(
     s_chk = checkpoints(s)
     psi_chk, dpsi_chk = gaussian_basis(s_chk, a, centres)
     _, dpsi_end = gaussian_basis(np.array([1.0]), a, centres)
-    _, e = gaussian_basis(np.array([0.0, 1.0]), a, centres)
+    ends, end_slopes = gaussian_basis(np.array([0.0, 1.0]), a, centres)
+    e = np.stack([end_slopes[0], ends[1]])  # slope at s = 0, value at s = 1
     e_pinv = np.linalg.pinv(e)
     owner, partner, slot_of, is_partner = conjugate_slots(lam)
     return Bank(

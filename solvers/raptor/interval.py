@@ -20,7 +20,8 @@ against J's 0.6 %), and no separate algebraic Newton solve runs per collocation 
 An attempt
 
 1. factorizes E - h lam_s J for every slot s, the real E - h J (predictor and filter) and g_z
-   (``solvers.shifted_lu``: dense LAPACK or KLU refactorizations);
+   (``solvers.shifted_lu``: dense LAPACK or KLU refactorizations), or keeps the previous
+   attempt's factorizations when the runner says J, h and the bank are unchanged;
 2. initializes Y from the start and predicted end derivatives, x_hat = x_k + h (I - h A)^-1 f_k
    (linearly implicit Euler through E - h J: the reduced (I - h A)^-1 is its x-block), and Z
    linear between z_k and the linearized z_hat, then moved onto g = 0 by one simplified-Newton
@@ -108,6 +109,15 @@ def make_stages(system: DAESystem, linalg):
         filt = linalg.factor_shifted(jvals, jnp.reshape(h, (1,)), handles, "filter")
         return slots, filt, linalg.factor_algebraic(jvals, handles)
 
+    def factorize_or_keep(jvals, h, slot_lam, handles, kept, refactor):
+        """``factorize`` when ``refactor``, else the previous attempt's factorizations (same
+        J, h and bank: the runner decides, as Radau5 keeps its LU while h and J stay)."""
+        return jax.lax.cond(
+            refactor > 0,
+            lambda: factorize(jvals, h, slot_lam, handles),
+            lambda: linalg.kept_factors(handles, kept),
+        )
+
     def filter_solve(filt, rhs):
         """(E - h J)^-1 rhs for rhs (n, k) real."""
         return linalg.solve_shifted(filt, rhs[None])[0]
@@ -134,10 +144,13 @@ def make_stages(system: DAESystem, linalg):
         dz = jnp.where(implicit > 0, dw[n_x:], dz_fe)
         x_hat, z_hat = x_k + dx, z_k + dz
         f_hat = f(x_hat, z_hat, p)
-        b = h * jnp.stack([f_k, f_hat])  # (2, n_x): h x'(0), h x'(1)
+        rhs_c = jnp.concatenate([h * (f_hat - f_k), jnp.zeros(system.n_z)])
+        c = filter_solve(filt, rhs_c[:, None])[:n_x, 0]
+        slope0, end1 = dx - c, dx - 0.5 * c
+        b = jnp.stack([slope0, end1])  # (2, n_x): h x'(0), x(1) - x_k, both filtered
         w_fit = bank["init_reg"] @ (bank["init_e"].T @ b + mu * w_prev)
-        y0 = jnp.where(mu > 0, bank["psi_colloc"] @ w_fit, bank["init_map"] @ b)
-        s = jnp.asarray(collocation_points(y0.shape[0]))[:, None]
+        s = jnp.asarray(collocation_points(bank["psi_colloc"].shape[0]))[:, None]
+        y0 = jnp.where(mu > 0, bank["psi_colloc"] @ w_fit, s * slope0 + s**2 * (end1 - slope0))
         zc0 = z_k + s * (z_hat - z_k)
         for _ in range(INITIAL_Z_PASSES):
             _, g0 = fg_points(x_k + y0, zc0, p)
@@ -174,6 +187,7 @@ def make_stages(system: DAESystem, linalg):
     return {
         "consistent": consistent,
         "factorize": factorize,
+        "factorize_or_keep": factorize_or_keep,
         "initial_guess": initial_guess,
         "chord_update": chord_update,
         "indicator": indicator,
@@ -196,10 +210,28 @@ def make_attempt(system: DAESystem, linalg, max_newton: int):
     st = make_stages(system, linalg)
 
     def attempt(
-        x_k, z_k, f_k, h, p, jvals, handles, banks, idx, w_prev, mu, rtol, atol, kappa, implicit
+        x_k,
+        z_k,
+        f_k,
+        h,
+        p,
+        jvals,
+        handles,
+        banks,
+        idx,
+        w_prev,
+        mu,
+        rtol,
+        atol,
+        kappa,
+        implicit,
+        kept,
+        refactor,
     ):
         bank = {name: arr[idx] for name, arr in banks.items()}
-        slots, filt, gz = st["factorize"](jvals, h, bank["lam"][bank["slot_owner"]], handles)
+        slots, filt, gz = st["factorize_or_keep"](
+            jvals, h, bank["lam"][bank["slot_owner"]], handles, kept, refactor
+        )
         y0, zc0 = st["initial_guess"](
             x_k, z_k, f_k, h, p, filt, gz, jvals, bank, w_prev, mu, implicit
         )
@@ -267,6 +299,7 @@ def make_attempt(system: DAESystem, linalg, max_newton: int):
             "alg_iterations": it_end + it_chk + out["it"] * Z_PASSES,
             "g_end": g_end,
             "gz": gz,
+            "factors": (slots, filt, gz),
         }
 
     return attempt

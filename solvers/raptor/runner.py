@@ -35,6 +35,9 @@ from solvers.trajectory import TrajectoryBuilder, check_state, segments
 
 STRETCH = 1.1
 """If the remaining time to the segment end is below STRETCH * h, take it exactly (RPNN rule)."""
+H_KEEP = 1.2
+"""While the Jacobian is kept, a proposed growth of the interval by at most this factor is not
+taken, so the next attempt reuses the factorizations (Radau5's hysteresis, quot2 = 1.2)."""
 POWER_STEPS = 8
 """Block power-iteration steps of ``spectral_radius``: the estimate rho * c^(1/k) is within a
 factor 2.4 for start-vector weights c in [1e-3, 1e3], enough to choose a shape-parameter level
@@ -96,6 +99,7 @@ class _Compiled:
         n_x, n_z = system.n_x, system.n_z
         x, z = np.asarray(system.x0, float), np.asarray(system.z0, float)
         p = {k: jnp.asarray(v, jnp.float64) for k, v in system.params.items()}
+        self.no_factors = _no_factors(self.linalg, structure, self.handles, self.device_banks)
         args = _attempt_args(
             x,
             z,
@@ -109,6 +113,7 @@ class _Compiled:
             np.zeros((opts.n_rbf, n_x)),
             0.0,
             opts,
+            self.no_factors,
         )
         key = (
             "attempt",
@@ -144,6 +149,22 @@ class _Compiled:
         self.load_seconds = load + dense_load
 
 
+def _no_factors(linalg, structure: JacobianStructure, handles, banks) -> tuple:
+    """Placeholder 'previous factorizations' of a first attempt (zeros of the shapes the dense
+    backend returns; KLU keeps its factorizations in the handles and needs none)."""
+    if linalg.backend != "dense":
+        return ()
+    slot_lam = banks["lam"][0][banks["slot_owner"][0]]
+
+    def shapes():
+        jvals = jnp.zeros(structure.nnz)
+        slots = linalg.factor_shifted(jvals, 1e-3 * slot_lam, handles, "slots")
+        filt = linalg.factor_shifted(jvals, jnp.ones(1), handles, "filter")
+        return slots, filt, linalg.factor_algebraic(jvals, handles)
+
+    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(shapes))
+
+
 _LINALG: weakref.WeakKeyDictionary[JacobianStructure, dict] = weakref.WeakKeyDictionary()
 
 
@@ -156,7 +177,9 @@ def _linalg_for(structure: JacobianStructure, backend: str, n_slots: int):
     return per_structure[backend, n_slots]
 
 
-def _attempt_args(x, z, f, h, p, jvals, handles, banks, idx, w_prev, mu, opts) -> tuple:
+def _attempt_args(
+    x, z, f, h, p, jvals, handles, banks, idx, w_prev, mu, opts, kept=(), refactor=True
+) -> tuple:
     """Arguments of the compiled attempt (host arrays passed as NumPy: no per-argument
     dispatch)."""
     f64 = np.float64
@@ -176,6 +199,8 @@ def _attempt_args(x, z, f, h, p, jvals, handles, banks, idx, w_prev, mu, opts) -
         f64(opts.atol),
         f64(opts.chord_tol),
         f64(opts.predictor == "linearly_implicit"),
+        kept,
+        np.int32(refactor),
     )
 
 
@@ -268,6 +293,8 @@ def _segment(
     controller = PIController(opts.safety, opts.k_i, opts.k_p, opts.fac_min, opts.fac_max)
     n_slots = banks.stacked["slot_owner"].shape[1]
     jvals: np.ndarray | None = None
+    jac_version = 0
+    factors, factored_for = code.no_factors, None  # factorizations kept, and their (J, h, bank)
     jac_fresh = False
     rho = 0.0
     draw = 0
@@ -286,32 +313,38 @@ def _segment(
         if jvals is None:
             jvals = ev.jacobian_values(x, z)
             rho = spectral_radius(ev.algebraic_lu(jvals).reduced_matvec, x.size)
-            jac_fresh = True
+            jac_fresh, jac_version = True, jac_version + 1
         level = level_for(h * rho, tuple(opts.level_thresholds))
         idx = banks.flat_index(level, draw)
         mu = opts.continuation if (idx == prev_idx and not controller.just_rejected) else 0.0
-        out = jax.device_get(
-            code.attempt(
-                *_attempt_args(
-                    x,
-                    z,
-                    f_k,
-                    h,
-                    ev.p,
-                    jvals,
-                    code.handles,
-                    code.device_banks,
-                    idx,
-                    w_prev * (h / h_prev),
-                    mu,
-                    opts,
-                )
+        refactor = factored_for != (jac_version, h, idx)
+        raw = code.attempt(
+            *_attempt_args(
+                x,
+                z,
+                f_k,
+                h,
+                ev.p,
+                jvals,
+                code.handles,
+                code.device_banks,
+                idx,
+                w_prev * (h / h_prev),
+                mu,
+                opts,
+                factors,
+                refactor,
             )
         )
+        kept, factored_for = raw.pop("factors"), (jac_version, h, idx)
+        if code.linalg.backend == "dense":  # KLU keeps its factorizations in the handles
+            factors = kept
+        out = jax.device_get(raw)
         iterations = int(out["newton_iterations"])
         stats.newton_iterations += iterations
         stats.algebraic_iterations += int(out["alg_iterations"])
-        stats.lu_factorizations += n_slots + 2  # slots, filter, g_z
+        if refactor:
+            stats.lu_factorizations += n_slots + 2  # slots, filter, g_z
         stats.rhs_evaluations += opts.n_colloc * (iterations * (1 + 1) + 1) + 1
         ok = int(out["status"]) == STATUS_CONVERGED and float(out["g_end"]) <= ALGEBRAIC_TOL
         if not ok:
@@ -356,6 +389,8 @@ def _segment(
         h = controller.accepted(h, err)
         if float(out["rate_max"]) < opts.jacobian_reuse_rate:
             jac_fresh = False
+            if 1.0 <= h / h_prev <= H_KEEP:  # keep h, and so the factorizations
+                h = h_prev
         else:
             jvals = None
         yield Advance(t, x, z, ev)
