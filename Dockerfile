@@ -19,7 +19,7 @@ COPY workers ./workers
 COPY platform ./platform
 COPY migrations ./migrations
 RUN pip install --upgrade pip setuptools wheel \
-    && pip install -e .
+    && pip install -e '.[s3]'
 
 # An unprivileged user owning /data, so a named volume mounted there starts writable.
 RUN useradd --create-home --uid 10001 raptorgrid \

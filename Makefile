@@ -19,8 +19,12 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/raptorgrid run $(SPEC)
 
+# Two test processes (pytest-xdist, work stealing): most slow tests wait on worker processes,
+# brokers and servers, so two share this 2-core machine well (docs/platform.md, test suite).
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest --durations=15
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

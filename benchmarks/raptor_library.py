@@ -123,12 +123,12 @@ def main() -> None:
     cases = [measure_case(name, args.severe) for name in args.cases]
     robertson = [row for rtol in args.robertson_rtols for row in measure_robertson(rtol)]
     if args.json:
-        dump({"load_average": load, "cases": cases, "robertson": robertson})
+        print(dump("raptor_library", cases + robertson, []))
         return
     print(f"RAPTOR on the model library, rtol 1e-6, CPU clock; load average {load}")
-    print_table(cases)
+    print_table(cases, list(cases[0]) if cases else [])
     print(f"\nRobertson to t = 1e11, atol = rtol / 100, CPU clock; load average {load}")
-    print_table(robertson)
+    print_table(robertson, list(dict.fromkeys(k for row in robertson for k in row)))
 
 
 if __name__ == "__main__":

@@ -67,8 +67,9 @@ def test_run_refuses_an_invalid_spec(tmp_path: Path, small_spec: dict, monkeypat
     result = invoke("run", str(spec))
     assert result.exit_code == 2
     assert "methods.0.options" in result.output and "Traceback" not in result.output
-    missing = invoke("run", str(tmp_path / "nope.json"))
-    assert missing.exit_code == 2 and "nope.json" in missing.output
+    missing = invoke("run", str(tmp_path / "deeply" / ("long-folder-name" * 6) / "nope.json"))
+    assert missing.exit_code == 2  # the whole path, not broken by line wrapping
+    assert str(tmp_path / "deeply" / ("long-folder-name" * 6) / "nope.json") in missing.output
 
 
 def test_status_of_unknown_campaign(tmp_path: Path, monkeypatch) -> None:

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from raptorgrid.tables import STATS_COLUMNS, Run, RunMetrics, ScenarioRow
-from raptorgrid.zarr_store import open_run
+from raptorgrid.zarr_store import ZarrRoot, open_run
 
 METRIC_COLUMNS = (
     *STATS_COLUMNS,
@@ -88,7 +88,7 @@ def _columns() -> list[str]:
     return head + list(METRIC_COLUMNS)
 
 
-def campaign_dataset(zarr_root: Path, campaign_id: int, table: pd.DataFrame) -> xr.Dataset:
+def campaign_dataset(zarr_root: ZarrRoot, campaign_id: int, table: pd.DataFrame) -> xr.Dataset:
     """The succeeded runs' trajectories stacked along ``run``, the table as coordinates."""
     done = table[table["status"] == "succeeded"]
     runs = [open_run(zarr_root, campaign_id, int(run_id)) for run_id in done["run_id"]]
@@ -101,7 +101,7 @@ def campaign_dataset(zarr_root: Path, campaign_id: int, table: pd.DataFrame) -> 
 
 
 def export_campaign(
-    *, session: Session, zarr_root: Path, campaign_id: int, out_dir: Path
+    *, session: Session, zarr_root: ZarrRoot, campaign_id: int, out_dir: Path
 ) -> ExportPaths:
     """Write ``campaign_<id>_runs.csv``/``.parquet`` and ``campaign_<id>.zarr`` to ``out_dir``."""
     out_dir = Path(out_dir)

@@ -16,9 +16,18 @@ from typing import Self
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from raptorgrid import zarr_object
+
 ENV_PREFIX = "RAPTORGRID_"
 SECRET_FIELDS = {"admin_token", "api_token"}
 """Settings never passed on to child processes (a worker needs no API secret)."""
+
+
+def _zarr_root(value: Path | str | None, data: Path) -> Path | str:
+    """An object-store URL as given (checked), else an absolute folder (default data/zarr)."""
+    if zarr_object.is_object_url(value):
+        return zarr_object.check_url(str(value))
+    return Path(value or data / "zarr").expanduser().absolute()
 
 
 class Settings(BaseSettings):
@@ -30,7 +39,9 @@ class Settings(BaseSettings):
         Path("raptorgrid-data"), description="root of local state (cwd-relative)"
     )
     database_url: str = Field("", description="SQLAlchemy URL; default SQLite in data_dir")
-    zarr_root: Path | None = Field(None, description="folder of campaign Zarr stores")
+    zarr_root: Path | str | None = Field(
+        None, description="folder of campaign Zarr stores, or s3://bucket/prefix (object store)"
+    )
     broker_url: str = Field("", description="Celery broker; default serverless sqla+sqlite")
     queue: str = Field("raptorgrid.runs", min_length=1, description="the run queue's name")
     jax_cache_dir: Path | None = Field(None, description="JAX persistent compilation cache")
@@ -113,7 +124,7 @@ class Settings(BaseSettings):
         derived = {
             "data_dir": data,
             "database_url": self.database_url or f"sqlite:///{data / 'raptorgrid.sqlite'}",
-            "zarr_root": (self.zarr_root or data / "zarr").expanduser().absolute(),
+            "zarr_root": _zarr_root(self.zarr_root, data),
             "broker_url": self.broker_url or f"sqla+sqlite:///{data / 'broker.sqlite'}",
             "jax_cache_dir": (self.jax_cache_dir or data / "jax-cache").expanduser().absolute(),
             "api_url": self.api_url or f"http://{self.api_host}:{self.api_port}",

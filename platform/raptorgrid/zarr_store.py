@@ -11,6 +11,12 @@ renamed into place (replacing any earlier partial attempt); only then does the w
 success in SQL, so a committed run always has its complete group. Each run is its own set of
 chunks, so concurrent workers never share a chunk (DESIGN §7). The campaign's metadata is
 consolidated once, when the campaign finishes.
+
+The root may also be an object-store URL (``s3://bucket/prefix``; ``zarr_object``), for
+workers on several hosts: there a run's arrays go under ``run_<id>/attempt_<token>/`` and the
+run becomes visible when ``run_<id>/zarr.json`` naming that attempt is written, in one PUT
+(object stores have no rename). ``open_run`` and the other functions here take either kind of
+root, so callers never branch.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import zarr
 import zarr.api.asynchronous
 from zarr.core.sync import sync
 
+from raptorgrid import zarr_object
 from solvers.result import SolveResult
 
 log = logging.getLogger(__name__)
@@ -40,7 +47,13 @@ STAGING = ".staging"
 """Folder under the Zarr root where runs are written before being renamed into place."""
 
 
-def campaign_store(zarr_root: Path, campaign_id: int) -> Path:
+ZarrRoot = Path | str
+"""A local folder, or an object-store URL (``zarr_object.is_object_url``)."""
+
+
+def campaign_store(zarr_root: ZarrRoot, campaign_id: int) -> Path | str:
+    if zarr_object.is_object_url(zarr_root):
+        return zarr_object.join(str(zarr_root), f"campaign_{campaign_id}.zarr")
     return Path(zarr_root) / f"campaign_{campaign_id}.zarr"
 
 
@@ -50,13 +63,17 @@ def run_group(run_id: int) -> str:
 
 def run_group_path(campaign_id: int, run_id: int) -> str:
     """The run's group relative to the Zarr root (stored on the run row)."""
-    return f"{campaign_store(Path(), campaign_id).name}/{run_group(run_id)}"
+    return f"campaign_{campaign_id}.zarr/{run_group(run_id)}"
 
 
-def ensure_campaign_store(zarr_root: Path, campaign_id: int) -> Path:
+def ensure_campaign_store(zarr_root: ZarrRoot, campaign_id: int) -> Path | str:
     """Create the campaign's root group once; safe when several workers race to do it (the
-    group document is written aside and renamed into place)."""
+    group document is written aside and renamed into place; on an object store it is one PUT
+    of identical content)."""
     store = campaign_store(zarr_root, campaign_id)
+    if isinstance(store, str):
+        zarr_object.ensure_group(store, {"campaign_id": campaign_id})
+        return store
     if (store / "zarr.json").is_file():
         return store
     aside = Path(zarr_root) / STAGING / f"root-{campaign_id}-{uuid.uuid4().hex}.zarr"
@@ -67,9 +84,13 @@ def ensure_campaign_store(zarr_root: Path, campaign_id: int) -> Path:
     return store
 
 
-def delete_campaign_store(zarr_root: Path, campaign_id: int) -> None:
-    """Remove the campaign's store (renamed aside first, so readers never see half of it)."""
+def delete_campaign_store(zarr_root: ZarrRoot, campaign_id: int) -> None:
+    """Remove the campaign's store (renamed aside first, so readers never see half of it; on
+    an object store the objects are deleted, group documents first)."""
     store = campaign_store(zarr_root, campaign_id)
+    if isinstance(store, str):
+        zarr_object.delete_tree(store)
+        return
     if not store.exists():
         return
     aside = Path(zarr_root) / STAGING / f"deleted-{store.name}-{uuid.uuid4().hex}"
@@ -120,7 +141,7 @@ def result_dataset(result: SolveResult, attrs: dict[str, Any] | None = None) -> 
     )
 
 
-def write_dataset(path: Path, dataset: xr.Dataset) -> None:
+def write_dataset(path: Path | str, dataset: xr.Dataset) -> None:
     """Write ``dataset`` as a new Zarr 3 group at ``path`` that ``xarray.open_zarr`` reads back
     identical (dimension names, string coordinates, NaN fill), one chunk per array (a run is
     read whole), all arrays created and filled concurrently in one pass of zarr's event loop.
@@ -174,7 +195,7 @@ def _fsync_tree(root: Path) -> None:
 
 
 def write_run(
-    zarr_root: Path,
+    zarr_root: ZarrRoot,
     campaign_id: int,
     run_id: int,
     dataset: xr.Dataset,
@@ -187,6 +208,14 @@ def write_run(
     ``pause`` (fault injection for tests) sleeps between staging and publishing, so a test can
     kill the writer mid-write."""
     store = ensure_campaign_store(zarr_root, campaign_id)
+    if isinstance(store, str):
+        attempt = zarr_object.attempt_url(store, run_group(run_id))
+        write_dataset(attempt, dataset)
+        if pause:
+            log.warning("run %d: pausing %.1f s before publishing (fault injection)", run_id, pause)
+            time.sleep(pause)
+        zarr_object.publish(store, run_group(run_id), attempt)
+        return run_group_path(campaign_id, run_id)
     staging_root = Path(zarr_root) / STAGING
     staging_root.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex
@@ -208,17 +237,25 @@ def write_run(
     return run_group_path(campaign_id, run_id)
 
 
-def open_run(zarr_root: Path, campaign_id: int, run_id: int) -> xr.Dataset:
-    """The stored run (lazy arrays) by ids."""
+def open_run(zarr_root: ZarrRoot, campaign_id: int, run_id: int) -> xr.Dataset:
+    """The stored run (lazy arrays) by ids; FileNotFoundError when it was never published."""
+    store = campaign_store(zarr_root, campaign_id)
+    if isinstance(store, str):
+        group = zarr_object.published_group(store, run_group(run_id))
+        return xr.open_zarr(store, group=group, consolidated=False)
     return xr.open_zarr(
         str(campaign_store(zarr_root, campaign_id)), group=run_group(run_id), consolidated=False
     )
 
 
-def consolidate_campaign(zarr_root: Path, campaign_id: int) -> None:
+def consolidate_campaign(zarr_root: ZarrRoot, campaign_id: int) -> None:
     """Consolidate the campaign's metadata once, when it has finished, so that opening any run
-    reads one document (the Zarr 3 extension is not in the spec yet: its warning is expected)."""
+    reads one document (the Zarr 3 extension is not in the spec yet: its warning is expected).
+    Not on an object store: there a run is found through its published document, which a
+    consolidated copy would shadow."""
     store = campaign_store(zarr_root, campaign_id)
+    if isinstance(store, str):
+        return
     if not (store / "zarr.json").is_file():
         return
     with warnings.catch_warnings():

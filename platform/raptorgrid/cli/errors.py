@@ -39,7 +39,9 @@ def describe(exc: BaseException) -> str:
 
 
 def fail(message: str, code: int = EXIT_USER_ERROR) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    # soft_wrap: the terminal wraps long lines; Rich's own wrapping would put newlines inside
+    # file paths and field names that a user copies from the message
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

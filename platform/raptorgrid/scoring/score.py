@@ -14,7 +14,6 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ from raptorgrid.repository.campaigns import bump_stats_version
 from raptorgrid.scoring.indicators import stability_indicators
 from raptorgrid.spec import Thresholds
 from raptorgrid.tables import Campaign, Run, RunMetrics, ScenarioIndicators, utcnow
-from raptorgrid.zarr_store import open_run
+from raptorgrid.zarr_store import ZarrRoot, open_run
 from solvers.metrics import Accuracy, accuracy
 from solvers.result import SolveResult, Stats
 from solvers.status import RunStatus
@@ -159,7 +158,7 @@ def _f_hz(network: str) -> float:
 
 
 def score_finished_run(
-    *, db: Database, zarr_root: Path, run_id: int, loaded: dict[int, xr.Dataset] | None = None
+    *, db: Database, zarr_root: ZarrRoot, run_id: int, loaded: dict[int, xr.Dataset] | None = None
 ) -> ScoreOutcome:
     """Score what the just-finished ``run_id`` makes scorable (see the module docstring).
     ``loaded``: datasets the caller holds in memory already (the worker's own run, exactly what
@@ -228,7 +227,7 @@ def score_finished_run(
     return outcome
 
 
-def score_campaign(*, db: Database, zarr_root: Path, campaign_id: int) -> ScoreOutcome:
+def score_campaign(*, db: Database, zarr_root: ZarrRoot, campaign_id: int) -> ScoreOutcome:
     """Score every scorable run of a campaign (idempotent; for campaigns finished before the
     worker scored, or to repair after a scoring error): each scenario via its reference."""
     total = ScoreOutcome()
