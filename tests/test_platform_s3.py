@@ -147,7 +147,8 @@ def test_campaign_results_on_the_object_store(
     worker = start_worker(settings, "s3")
     with TestClient(create_app(settings)) as client:
         with client.app.state.db.write() as session:
-            client.headers["Authorization"] = f"Bearer {create_token(session=session, owner='s3')[1]}"
+            token = create_token(session=session, owner="s3")[1]
+        client.headers["Authorization"] = f"Bearer {token}"
         created = client.post("/campaigns", json=small_spec)
         assert created.status_code == 201, created.text
         campaign_id = created.json()["id"]
