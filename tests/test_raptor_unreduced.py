@@ -190,6 +190,14 @@ def test_controller_learns_a_steep_error_law_and_relaxes_back():
     other.rejected(1e-3, 10.0)
     other.rejected(5e-4, float("inf"))
     assert other.k_eff == other.k_nominal
+    # a chord failure caps growth below the failing length, and the cap relaxes
+    capped = PIController(0.9, 0.3, 0.1, 0.2, 5.0)
+    assert capped.rejected(0.1, float("inf")) == 0.05
+    capped.accepted(0.05, 1e-6)
+    grown = capped.accepted(0.05, 1e-6)
+    assert grown <= 0.7 * 0.1 * 1.1
+    later = [capped.accepted(grown, 1e-6) for _ in range(20)]
+    assert later[-1] > 0.1  # probes beyond the old failure again
 
 
 @pytest.mark.parametrize("backend", ["dense", "sparse"])
