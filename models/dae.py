@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import models.jaxconfig  # noqa: F401  (float64 before any array exists)
+from models.naming import unknown_name
 
 Params = dict[str, Any]
 """Parameter pytree: name -> float64 array (scalars are 0-d arrays)."""
@@ -80,9 +81,7 @@ class DAESystem:
             raise KeyError(f"system {self.name!r} has no {kind}s; it has: {sorted(self.names)}")
         valid = self.names[kind]
         if name not in valid:
-            raise KeyError(
-                f"unknown {kind} {name!r} in system {self.name!r}; valid {kind}s: {list(valid)}"
-            )
+            raise KeyError(unknown_name(kind, name, valid, f"system {self.name!r}"))
         return valid.index(name)
 
     def evaluate_outputs(self, x: np.ndarray, z: np.ndarray, p: Params | None = None) -> np.ndarray:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.dae import DAESystem
+from models.naming import unknown_name
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def network_names() -> list[str]:
 def build_system(name: str) -> DAESystem:
     """The system called ``name``, built once per process; unknown names list the valid ones."""
     if name not in NETWORKS:
-        raise KeyError(f"unknown network {name!r}; valid networks: {network_names()}")
+        raise KeyError(unknown_name("network", name, network_names()))
     return NETWORKS[name].builder()
 
 
@@ -177,7 +178,7 @@ def network_summary(name: str) -> dict:
     """Name, description and sizes of a network from the stored metadata (nothing is built);
     a network registered at run time (not in the file) is built for its sizes."""
     if name not in NETWORKS:
-        raise KeyError(f"unknown network {name!r}; valid networks: {network_names()}")
+        raise KeyError(unknown_name("network", name, network_names()))
     sizes = _stored_sizes().get(name)
     if sizes is None:
         info = network_info(name)

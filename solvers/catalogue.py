@@ -8,8 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from models.naming import unknown_name
+from solvers.options_base import StrictOptions
 from solvers.raptor.options import RaptorOptions
 
 
@@ -19,14 +21,13 @@ class UnknownMethodError(KeyError):
     def __init__(self, name: str) -> None:
         self.name = name
         self.valid = sorted(METHODS)
-        super().__init__(f"unknown method {name!r}; valid methods: {self.valid}")
+        super().__init__(unknown_name("method", name, self.valid))
 
     def __str__(self) -> str:
         return self.args[0]
 
 
-class _Options(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Options = StrictOptions
 
 
 class _AdaptiveOptions(_Options):

@@ -99,3 +99,27 @@ def test_results_commands_without_a_database_say_where_they_looked(
         assert not (tmp_path / "nowhere").exists()
     finally:
         get_settings.cache_clear()
+
+
+def test_typos_get_a_did_you_mean_under_the_option_that_has_them(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cases = {
+        ("simulate", "ieee188"): "unknown network 'ieee188' (did you mean 'ieee118'",
+        (
+            "simulate",
+            "wscc9",
+            "--method",
+            "radua",
+        ): "unknown method 'radua' (did you mean 'radau'?)",
+        ("simulate", "wscc9", "-o", "rtoll=1e-3"): "--option: unknown option 'rtoll' (did you "
+        "mean 'rtol'",
+        ("simulate", "wscc9", "--method", "raptor", "-o", "n_rbfs=8"): "--option: unknown option "
+        "'n_rbfs' (did you mean 'n_rbf'?)",
+        ("simulate", "wscc9", "--disturbance", "bus_fault:bus77"): "--disturbance: unknown bus "
+        "'bus77' in system 'wscc9' (did you mean 'bus7'",
+    }
+    for args, expected in cases.items():
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert expected in result.output, (args, result.output)
+        assert "Traceback" not in result.output

@@ -38,7 +38,7 @@ def test_coloured_sparse_jacobian_equals_dense_autodiff(name):
     assert structure.nnz < structure.n**2 / 8
 
 
-@pytest.mark.parametrize("name", ["wscc9", "ieee14", "emt_sm"])
+@pytest.mark.parametrize("name", ["wscc9", "ieee14", "ieee39", "emt_sm"])
 def test_sparse_and_dense_factorizations_agree_to_round_off(name):
     system = build_system(name)
     buses = system.names.get("bus", ())

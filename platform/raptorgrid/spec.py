@@ -35,6 +35,7 @@ from pydantic import (
 
 from models.disturbances import Disturbance, NoDisturbance
 from models.library import build_system, network_names
+from models.naming import unknown_name
 from raptorgrid.campaign_gen import DisturbanceGenerator
 from raptorgrid.settings import Settings
 from solvers.catalogue import UnknownMethodError, validate_options
@@ -171,7 +172,7 @@ class CampaignCreate(BaseModel):
     @classmethod
     def _known_network(cls, value: str) -> str:
         if value not in network_names():
-            raise ValueError(f"unknown network {value!r}; valid networks: {network_names()}")
+            raise ValueError(unknown_name("network", value, network_names()))
         return value
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from solvers.options_base import StrictOptions
 
 
-class RaptorOptions(BaseModel):
+class RaptorOptions(StrictOptions):
     """Options of the RAPTOR solver (see docs/raptor.md for what each one does)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     rtol: float = Field(1e-6, ge=1e-12, le=1e-1, description="relative tolerance")
     atol: float = Field(1e-8, ge=1e-14, le=1.0, description="absolute tolerance (state units)")

@@ -26,11 +26,16 @@ def _loc(loc: tuple | list) -> str:
     return ".".join(str(part) for part in loc if part != "body") or "spec"
 
 
+def _msg(text: str) -> str:
+    """pydantic's message without its 'Value error, ' prefix (the message says what is wrong)."""
+    return text.removeprefix("Value error, ")
+
+
 def describe(exc: BaseException) -> str:
     from raptorgrid.spec import SpecError
 
     if isinstance(exc, ValidationError):
-        return "\n".join(f"  {_loc(e['loc'])}: {e['msg']}" for e in exc.errors())
+        return "\n".join(f"  {_loc(e['loc'])}: {_msg(e['msg'])}" for e in exc.errors())
     if isinstance(exc, SpecError):
         return "\n".join(f"  {_loc(loc)}: {msg}" for loc, msg in exc.errors)
     if isinstance(exc, KeyError) and exc.args:
@@ -56,6 +61,26 @@ def user_errors() -> Iterator[None]:
         raise fail(f"invalid input:\n{describe(exc)}") from None
     except (UserError, KeyError, FileNotFoundError, json.JSONDecodeError, ValueError) as exc:
         raise fail(describe(exc)) from None
+
+
+@contextmanager
+def under(option: str) -> Iterator[None]:
+    """Report the user errors raised inside as errors of ``option`` (e.g. ``--disturbance``)."""
+    from raptorgrid.spec import SpecError
+
+    try:
+        yield
+    except ValidationError as exc:
+        problems = [
+            f"{_loc(e['loc'])}: {_msg(e['msg'])}" if e["loc"] else _msg(e["msg"])
+            for e in exc.errors()
+        ]
+        raise UserError(f"{option}: " + "; ".join(problems)) from None
+    except SpecError as exc:
+        lines = describe(exc).splitlines()
+        raise UserError(f"{option}: " + "; ".join(line.strip() for line in lines)) from None
+    except (KeyError, json.JSONDecodeError, ValueError) as exc:
+        raise UserError(f"{option}: {describe(exc)}") from None
 
 
 def existing_database(settings):  # noqa: ANN001, ANN201 - Settings -> raptorgrid.db.Database

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from raptorgrid.cli.errors import EXIT_FAILED, UserError, user_errors
+from raptorgrid.cli.errors import EXIT_FAILED, UserError, under, user_errors
 from raptorgrid.cli.render import console
 
 OUTPUTS_PER_KIND = 3
@@ -90,14 +90,18 @@ def simulate(
         from models.library import build_system
         from models.scenarios import make_scenario
         from solvers import solve, validate_options
+        from solvers.catalogue import get_method
 
-        options = parse_options(option or [])
-        validate_options(method, options)
-        parsed = parse_disturbance(disturbance)
         system = build_system(network)
-        scenario = make_scenario(
-            system, parsed, t_end=t_end, ic_seed=ic_seed, ic_spread=ic_spread, n_eval=n_eval
-        )
+        get_method(method)  # an unknown method is the method's error, not the options'
+        with under("--option"):
+            options = parse_options(option or [])
+            validate_options(method, options)
+        with under("--disturbance"):
+            parsed = parse_disturbance(disturbance)
+            scenario = make_scenario(
+                system, parsed, t_end=t_end, ic_seed=ic_seed, ic_spread=ic_spread, n_eval=n_eval
+            )
         result = solve(system, scenario, method, **options)
     final = {name: float(result.y_eval[-1, i]) for i, name in enumerate(result.output_names)}
     if as_json:
