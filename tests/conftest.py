@@ -160,18 +160,22 @@ def redis_queue(redis_url: str) -> Iterator[str]:
 class WorkerProcess:
     """A real ``celery worker`` subprocess with the given settings, logging to a file."""
 
-    def __init__(self, settings, name: str, log_path: Path) -> None:  # noqa: ANN001
+    def __init__(  # noqa: ANN001
+        self, settings, name: str, log_path: Path, prefix: tuple[str, ...] = (), env=None
+    ) -> None:
+        """``prefix`` runs the worker under a launcher (``ip netns exec NS``: another host);
+        ``env`` adds variables (an object store's endpoint)."""
         from raptorgrid.embedded import worker_command
         from raptorgrid.runtime import die_with_parent, single_thread_env
 
-        env = single_thread_env({**os.environ, **settings.as_env()})
+        env = single_thread_env({**os.environ, **(env or {}), **settings.as_env()})
         self.log_path = log_path
         with open(log_path, "wb") as sink, warnings.catch_warnings():
             # JAX (initialised by earlier tests in this process) warns on any fork; the child
             # only calls prctl and then execs, so no lock of a JAX thread is ever needed.
             warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
             self.process = subprocess.Popen(
-                worker_command(settings, name),
+                [*prefix, *worker_command(settings, name)],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
@@ -199,8 +203,9 @@ class WorkerProcess:
 def start_worker(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     started: list[WorkerProcess] = []
 
-    def start(settings, name: str = "test") -> WorkerProcess:  # noqa: ANN001
-        worker = WorkerProcess(settings, f"{name}-{uuid.uuid4().hex[:6]}", tmp_path / f"{name}.log")
+    def start(settings, name: str = "test", **kwargs) -> WorkerProcess:  # noqa: ANN001
+        log = tmp_path / f"{name}.log"
+        worker = WorkerProcess(settings, f"{name}-{uuid.uuid4().hex[:6]}", log, **kwargs)
         started.append(worker)
         return worker
 

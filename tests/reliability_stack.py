@@ -28,11 +28,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_port(port: int, timeout: float, up: bool = True) -> None:
+def _wait_port(port: int, timeout: float, up: bool = True, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 if up:
                     return
         except OSError:
@@ -49,23 +49,26 @@ class RedisServer:
     folder: Path
     port: int
     process: subprocess.Popen | None = None
+    host: str = "127.0.0.1"
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{self.host}:{self.port}/0"
 
     def start(self) -> None:
         self.process = subprocess.Popen(
             [
                 shutil.which("redis-server") or "redis-server",
-                "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
+                "--port", str(self.port), "--bind", self.host, "--dir", str(self.folder),
                 "--appendonly", "yes", "--appendfsync", "always", "--save", "",
                 "--logfile", str(self.folder / "redis.log"),
+                # clients on a namespace's veth are not "loopback" to Redis; the address is
+                "--protected-mode", "no" if self.host != "127.0.0.1" else "yes",
             ],
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
-        _wait_port(self.port, 10)
+        _wait_port(self.port, 10, host=self.host)
 
     def stop(self) -> None:
         """SIGTERM: Redis flushes its AOF and exits."""
@@ -80,12 +83,12 @@ class RedisServer:
 
 
 @contextlib.contextmanager
-def redis_server(folder: Path) -> Iterator[RedisServer]:
+def redis_server(folder: Path, host: str = "127.0.0.1") -> Iterator[RedisServer]:
     if shutil.which("redis-server") is None:
         import pytest
 
         pytest.skip("redis-server binary not found")
-    server = RedisServer(folder, free_port())
+    server = RedisServer(folder, free_port(), host=host)
     server.start()
     try:
         yield server
@@ -113,10 +116,11 @@ class PostgresServer:
 
     folder: Path
     port: int
+    host: str = "127.0.0.1"
 
     @property
     def url(self) -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql+psycopg://postgres@{self.host}:{self.port}/postgres"
 
     def _ctl(self, *args: str) -> None:
         subprocess.run(
@@ -133,26 +137,29 @@ class PostgresServer:
             check=True,
             stdout=subprocess.DEVNULL,
         )  # fmt: skip
+        # clients from the whole loopback range (workers in network namespaces, 127.77.n.2)
+        with open(self.folder / "data" / "pg_hba.conf", "a") as hba:
+            hba.write("host all all 127.0.0.0/8 trust\n")
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses={self.host} -c fsync=off"
         self._ctl("-o", options, "-l", str(self.folder / "postgres.log"), "start")
-        _wait_port(self.port, 30)
+        _wait_port(self.port, 30, host=self.host)
 
     def stop(self) -> None:
         """Fast shutdown: every connection is cut, as in a real outage."""
         if (self.folder / "data" / "postmaster.pid").exists():
             self._ctl("-m", "fast", "stop")
-        _wait_port(self.port, 10, up=False)
+        _wait_port(self.port, 10, up=False, host=self.host)
 
 
 @contextlib.contextmanager
-def postgres_server() -> Iterator[PostgresServer]:
+def postgres_server(host: str = "127.0.0.1") -> Iterator[PostgresServer]:
     """A cluster in a fresh folder outside pytest's (root-only) temp tree, removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix="raptorgrid-pg-"))
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
-    server = PostgresServer(folder, free_port())
+    server = PostgresServer(folder, free_port(), host=host)
     try:
         server.init()
         server.start()
