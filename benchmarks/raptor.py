@@ -42,8 +42,9 @@ SCENARIOS = {
     "ieee118": [("fault_bus60", BusFault(bus="bus60", t_fault=0.1, t_clear=0.183))],
 }
 BASELINES = ("radau", "bdf", "lsoda", "kvaerno5", "dopri5", "tsit5")
-"""Default baselines; ``--baselines`` also takes ``ida`` and ``radau_fd`` (Radau with SciPy's
-finite-difference Jacobian, the paper's configuration)."""
+"""Default baselines; ``--baselines`` also takes ``ida``, ``radau_fd`` (SciPy's Radau with its
+finite-difference Jacobian on the reduced ODE, the paper's configuration) and ``radau_dae_fd``
+(finite differences over the sparse DAE pattern; ``benchmarks/common.METHOD_VARIANTS``)."""
 RAPTOR_RTOLS = (1e-4, 1e-5, 1e-6, 1e-7)
 BASELINE_RTOLS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 T_END = 1.1  # 1 s after the disturbance at 0.1 s, as the paper's 1 s horizon
