@@ -163,7 +163,40 @@ def test_solvers_and_health(client) -> None:
     names = [m["name"] for m in client.get("/solvers").json()]
     assert "radau" in names
     health = client.get("/health").json()
-    assert health == {"status": "ok", "database": "ok", "version": health["version"]}
+    assert health == {
+        "status": "ok",
+        "database": "ok",
+        "broker": "ok",
+        "store": "ok",
+        "version": health["version"],
+    }
+
+
+def test_health_names_what_is_down_and_nothing_about_it(make_settings, tmp_path) -> None:
+    """A dead broker or an unusable results store: 503, that component ``unavailable``, the
+    others ``ok``, and no URL, host, port or driver text in the public body."""
+    from fastapi.testclient import TestClient
+    from raptorgrid import migrate
+    from raptorgrid.api import create_app
+    from reliability_stack import free_port
+
+    port = free_port()  # nothing listens there
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    for overrides, down in (
+        ({"broker_url": f"redis://127.0.0.1:{port}/0"}, "broker"),
+        ({"zarr_root": blocker / "zarr"}, "store"),
+    ):
+        settings = make_settings(**overrides)
+        migrate.upgrade(settings)
+        with TestClient(create_app(settings)) as client:
+            response = client.get("/health")
+        assert response.status_code == 503
+        body = response.json()
+        assert body["status"] == "unavailable" and body[down] == "unavailable"
+        assert all(body[k] == "ok" for k in ("database", "broker", "store") if k != down)
+        text = response.text
+        assert str(port) not in text and "127.0.0.1" not in text and "Error" not in text
 
 
 def test_source_switch_names_the_offending_field(client, small_spec) -> None:

@@ -62,6 +62,12 @@ def _group_document(attributes: dict) -> bytes:
     return json.dumps({"zarr_format": 3, "node_type": "group", "attributes": attributes}).encode()
 
 
+def check_reachable(url: str) -> None:
+    """Raise unless the bucket of ``url`` can be listed."""
+    fs, path = _fs(url), _path(url)
+    fs.ls(path.split("/", 1)[0], detail=False, refresh=True)
+
+
 def ensure_group(url: str, attributes: dict) -> None:
     """Write the group document at ``url`` unless one exists."""
     fs, doc = _fs(url), _path(join(url, "zarr.json"))

@@ -99,6 +99,18 @@ def delete_campaign_store(zarr_root: ZarrRoot, campaign_id: int) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
+def check_store(zarr_root: ZarrRoot) -> None:
+    """Raise when the results store cannot be used: the folder cannot be created or written,
+    or the object store's bucket cannot be listed."""
+    if zarr_object.is_object_url(zarr_root):
+        zarr_object.check_reachable(str(zarr_root))
+        return
+    root = Path(zarr_root)
+    root.mkdir(parents=True, exist_ok=True)
+    if not os.access(root, os.W_OK):
+        raise PermissionError(f"{root} is not writable")
+
+
 def _names(values: tuple[str, ...]) -> np.ndarray:
     return np.array(list(values), dtype=object)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -146,6 +146,10 @@ class CampaignStats(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
-    database: str
+    """Each dependency ``ok`` or ``unavailable`` (details only in the service's log)."""
+
+    status: Literal["ok", "unavailable"]
+    database: Literal["ok", "unavailable"]
+    broker: Literal["ok", "unavailable"]
+    store: Literal["ok", "unavailable"]
     version: str
