@@ -33,7 +33,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import numpy as np
@@ -124,6 +124,53 @@ def _prepare_runtime() -> None:
     lapack.prepare_lapack_call("getrf_ffi", np.dtype(np.float64))
 
 
+class Mirror(Protocol):
+    """A store shared by hosts that do not share a disk (an object store): entries of the local
+    store are fetched from it before compiling and published to it after storing."""
+
+    def fetch(self, name: str) -> bytes | None: ...
+
+    def publish(self, name: str, data: bytes) -> None: ...
+
+
+_MIRROR: Mirror | None = None
+
+
+def set_mirror(mirror: Mirror | None) -> None:
+    """Share the store through ``mirror`` (``workers.jaxsetup`` sets an object-store one when
+    results go to an object store, so workers on other hosts load instead of compiling)."""
+    global _MIRROR
+    _MIRROR = mirror
+
+
+def _fetch(path: Path) -> None:
+    """Copy ``path``'s entry from the mirror into the local store when it is only there."""
+    mirror = _MIRROR
+    if mirror is None or path.exists():
+        return
+    try:
+        data = mirror.fetch(path.name)
+        if data is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
+            handle.write(data)
+            tmp = Path(handle.name)
+        os.replace(tmp, path)
+    except Exception:  # the mirror is an optimisation: a failed fetch costs a compile
+        log.warning("could not fetch %s from the shared store", path.name, exc_info=True)
+
+
+def _publish(path: Path) -> None:
+    mirror = _MIRROR
+    if mirror is None or not path.exists():
+        return
+    try:
+        mirror.publish(path.name, path.read_bytes())
+    except Exception:
+        log.warning("could not publish %s to the shared store", path.name, exc_info=True)
+
+
 def load_or_compile(
     system, key: tuple, build: Callable[[], Callable], example_args: tuple
 ) -> tuple[Any, float, float]:
@@ -133,6 +180,7 @@ def load_or_compile(
     path = _path((system_fingerprint(system), key))
     if path is None:
         return _compile(build, example_args)[:2] + (0.0,)
+    _fetch(path)
     loaded = _load(path)
     if loaded is not None:
         return loaded[0], 0.0, loaded[1]
@@ -140,6 +188,7 @@ def load_or_compile(
     # directory, or the cluster's lock) wait for the first compile, then load what it stored
     path.parent.mkdir(parents=True, exist_ok=True)
     with _compile_lock(path):
+        _fetch(path)  # another host may have compiled it while this one waited
         loaded = _load(path)
         if loaded is not None:
             return loaded[0], 0.0, loaded[1]
@@ -149,6 +198,7 @@ def load_or_compile(
         # runs): store only what was really compiled here
         if not hits:
             _store(path, executable)
+            _publish(path)
     return executable, seconds, 0.0
 
 
@@ -272,6 +322,7 @@ def load_or_compute_arrays(key: tuple, compute: Callable[[], dict]) -> dict[str,
     path = _path(key)
     if path is not None:
         path = path.with_suffix(".npz")
+        _fetch(path)
         if path.exists():
             try:
                 with np.load(path) as data:
@@ -286,6 +337,7 @@ def load_or_compute_arrays(key: tuple, compute: Callable[[], dict]) -> dict[str,
                 np.savez(h, **arrays)
                 tmp = Path(h.name)
             os.replace(tmp, path)
+            _publish(path)
         except Exception:
             log.warning("could not store arrays %s", path, exc_info=True)
     return arrays

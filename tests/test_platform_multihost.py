@@ -1,7 +1,8 @@
 """More than one host: two Celery workers, each in its own network namespace (a simulated
 host, ``netns_hosts``), reach Redis, PostgreSQL and an S3-compatible object store only over
 virtual links with loopback-range addresses, share one campaign and put every result in the
-object store, which this process then reads back."""
+object store, which this process then reads back. Each host has its own executable store
+(no shared disk): compiled code reaches the other host through the object store."""
 
 from __future__ import annotations
 
@@ -65,12 +66,13 @@ def object_store(tmp_path: Path, monkeypatch):
 def test_workers_on_two_hosts_share_a_campaign_through_the_object_store(
     hosts, object_store, tmp_path, make_settings, small_spec, start_worker, wait_until
 ) -> None:
+    import s3fs
     from fastapi.testclient import TestClient
     from raptorgrid import migrate
     from raptorgrid.api import create_app
     from raptorgrid.auth import create_token
     from raptorgrid.db import Database
-    from raptorgrid.tables import Run
+    from raptorgrid.tables import Run, RunMetrics
     from raptorgrid.zarr_store import open_run
     from sqlalchemy import select
 
@@ -89,12 +91,12 @@ def test_workers_on_two_hosts_share_a_campaign_through_the_object_store(
             capture_output=True, text=True,
         )  # fmt: skip
         assert probe.returncode != 0 and "refused" in probe.stderr.lower()
-        workers = [
-            start_worker(settings, f"host{k}", prefix=host.prefix, env=object_store)
-            for k, host in enumerate(hosts, start=1)
-        ]
-        for worker in workers:
+        workers = []
+        for k, host in enumerate(hosts, start=1):  # one after the other: host2 finds host1's
+            own = settings.model_copy(update={"jax_cache_dir": tmp_path / f"jax-host{k}"})
+            worker = start_worker(own, f"host{k}", prefix=host.prefix, env=object_store)
             wait_until(lambda w=worker: " ready" in w.log(), 180, f"worker ready\n{worker.log()}")
+            workers.append(worker)
         small_spec["initial_conditions"]["count"] = 4  # 8 runs
         with TestClient(create_app(settings)) as client:
             with client.app.state.db.write() as session:
@@ -116,10 +118,21 @@ def test_workers_on_two_hosts_share_a_campaign_through_the_object_store(
             assert shown.status_code == 200, shown.text
         db = Database.from_settings(settings)
         with db.read() as session:
-            runs = session.execute(select(Run.id, Run.worker)).all()
+            runs = session.execute(
+                select(Run.id, Run.worker, RunMetrics.compile_seconds).join(
+                    RunMetrics, RunMetrics.run_id == Run.id
+                )
+            ).all()
         db.dispose()
-        assert {worker.split("-")[0] for _, worker in runs} == {"host1", "host2"}
-        for run_id, _ in runs:
+        assert {worker.split("-")[0] for _, worker, _ in runs} == {"host1", "host2"}
+        # a structure is compiled on one host only; the other loads it from the object store
+        compiled_on = {worker.split("-")[0] for _, worker, seconds in runs if seconds > 0}
+        assert len(compiled_on) <= 1, runs
+        shared = [p for p in s3fs.S3FileSystem().find("multihost/campaigns/executables")]
+        assert shared
+        fetched = {p.name for p in (tmp_path / "jax-host2" / "executables").iterdir()}
+        assert fetched & {Path(p).name for p in shared}
+        for run_id, _, _ in runs:
             ds = open_run(settings.zarr_root, campaign_id, run_id)
             assert ds.sizes["time"] == 51 and np.isfinite(ds.x.values).all()
         assert not (settings.data_dir / "zarr").exists()

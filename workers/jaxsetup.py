@@ -17,14 +17,20 @@ COMPILE_LOCK_SECONDS = 900
 the longest compile measured (IEEE 118 dq RAPTOR, cold) took 34 s."""
 
 
-def configure_jax(cache_dir: Path, lock_url: str | None = None) -> None:
+def configure_jax(
+    cache_dir: Path, lock_url: str | None = None, shared_url: str | None = None
+) -> None:
     """Point the executable store and JAX's persistent cache at the settings' directory, which
     workers on one data volume share (``models.executables``). With a Redis ``lock_url`` (the
     broker's), first compiles are serialized by a Redis lock per structure, which holds across
-    hosts (``models.executables.set_compile_lock``)."""
+    hosts (``models.executables.set_compile_lock``). With an object-store ``shared_url`` (the
+    results root when it is one), the store is mirrored to ``<shared_url>/executables/`` so
+    that workers on hosts without a shared disk load what another host compiled."""
     import os
 
-    from models.executables import ENV, enable_persistent_cache, set_compile_lock
+    from raptorgrid import zarr_object
+
+    from models.executables import ENV, enable_persistent_cache, set_compile_lock, set_mirror
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     os.environ[ENV] = str(cache_dir)
@@ -32,6 +38,9 @@ def configure_jax(cache_dir: Path, lock_url: str | None = None) -> None:
     if lock_url and lock_url.startswith(("redis://", "rediss://")):
         set_compile_lock(redis_compile_lock(lock_url))
         log.info("first compiles are serialized by a Redis lock at the broker")
+    if zarr_object.is_object_url(shared_url):
+        set_mirror(zarr_object.FileMirror(zarr_object.join(str(shared_url), "executables")))
+        log.info("executables are shared through %s/executables", shared_url)
     log.info("JAX executable store and persistent compilation cache at %s", cache_dir)
 
 

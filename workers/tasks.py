@@ -33,7 +33,9 @@ def _init_pool_process(**_: object) -> None:
     from workers.jaxsetup import configure_jax, prebuild
 
     settings = get_settings()
-    configure_jax(settings.jax_cache_dir, lock_url=settings.broker_url)
+    configure_jax(
+        settings.jax_cache_dir, lock_url=settings.broker_url, shared_url=str(settings.zarr_root)
+    )
     prebuild(settings.prebuild_networks, settings.prebuild_methods)
 
 

@@ -62,6 +62,23 @@ def _group_document(attributes: dict) -> bytes:
     return json.dumps({"zarr_format": 3, "node_type": "group", "attributes": attributes}).encode()
 
 
+class FileMirror:
+    """Whole files under an object-store prefix (``models.executables.Mirror``): compiled
+    executables and structure arrays shared by workers on hosts without a shared disk."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+
+    def fetch(self, name: str) -> bytes | None:
+        try:
+            return _fs(self.url).cat_file(_path(join(self.url, name)))
+        except FileNotFoundError:
+            return None
+
+    def publish(self, name: str, data: bytes) -> None:
+        _fs(self.url).pipe_file(_path(join(self.url, name)), data)
+
+
 def check_reachable(url: str) -> None:
     """Raise unless the bucket of ``url`` can be listed."""
     fs, path = _fs(url), _path(url)
