@@ -9,6 +9,7 @@ and SQL, or is retried; never half written, never duplicated.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -99,25 +100,56 @@ def integrate(system, scenario, method: str, options: dict, heartbeat: Heartbeat
 class Heartbeat:
     """Progress of the running attempt: called with the simulated time of every accepted
     advance; at most every ``heartbeat_seconds`` it renews the lease and records that time
-    (``runs.sim_time``), and it stops the run when the lease was lost or the campaign cancelled."""
+    (``runs.sim_time``), and it stops the run when the lease was lost or the campaign cancelled.
+
+    Used as a context manager (the whole attempt, from claim to commit) it also renews the
+    lease from a thread whenever the attempt has gone ``heartbeat_seconds`` without a renewal:
+    building a network, compiling a structure or writing Zarr reports no advance, and on a
+    loaded host those phases outlived the lease (a cold ieee39 RAPTOR compile with a 2 s lease:
+    the run was requeued twice, attempts 3). What the thread learns (lease lost, campaign
+    cancelled) is raised in the attempt at its next advance or ``beat``; a database outage in
+    the thread is only logged (the attempt's own renewals retry and report it)."""
 
     def __init__(self, ctx: WorkerContext, claim: repo.Claim) -> None:
         self.ctx, self.claim = ctx, claim
         self.last = self.started = time.monotonic()
         self.sim_time: float | None = None
+        self._lock = threading.Lock()
+        self._state: repo.LeaseState | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Heartbeat:
+        self._thread = threading.Thread(
+            target=self._keep, name=f"lease-{self.claim.run_id}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.ctx.settings.heartbeat_seconds + 10)
 
     def __call__(self, t: float) -> None:
         self.sim_time = t
         now = time.monotonic()
         if now - self.started > self.ctx.settings.soft_time_limit:
             raise RunTimeLimit(f"run {self.claim.run_id} passed its soft time limit at t = {t:g}")
+        self._raise_for(self._state)
         if now - self.last >= self.ctx.settings.heartbeat_seconds:
             self.beat()
 
     def beat(self) -> None:
-        def renew() -> repo.LeaseState:
+        state = with_db_retry(
+            self._renew, settings=self.ctx.settings, what=f"run {self.claim.run_id} heartbeat"
+        )
+        self._raise_for(state)
+
+    def _renew(self) -> repo.LeaseState:
+        with self._lock:
             with self.ctx.db.write() as session:
-                return repo.renew_lease(
+                state = repo.renew_lease(
                     session=session,
                     run_id=self.claim.run_id,
                     attempt=self.claim.attempt,
@@ -125,11 +157,23 @@ class Heartbeat:
                     lease_seconds=self.ctx.settings.lease_seconds,
                     sim_time=self.sim_time,
                 )
+            self.last = time.monotonic()
+            if state is not repo.LeaseState.HELD:
+                self._state = state
+            return state
 
-        state = with_db_retry(
-            renew, settings=self.ctx.settings, what=f"run {self.claim.run_id} heartbeat"
-        )
-        self.last = time.monotonic()
+    def _keep(self) -> None:
+        period = self.ctx.settings.heartbeat_seconds
+        while not self._stop.wait(period / 2):
+            if time.monotonic() - self.last < period or self._state is not None:
+                continue
+            try:
+                self._renew()
+            except Exception as exc:  # noqa: BLE001 - the attempt's own renewals report it
+                log.warning("run %d: lease renewal from the heartbeat thread failed: %s",
+                            self.claim.run_id, exc)  # fmt: skip
+
+    def _raise_for(self, state: repo.LeaseState | None) -> None:
         if state is repo.LeaseState.LOST:
             raise LeaseLost(f"run {self.claim.run_id} attempt {self.claim.attempt} lost its lease")
         if state is repo.LeaseState.CANCELLED:
@@ -214,7 +258,8 @@ def execute_run(
         )
         return "skipped"
     try:
-        return _execute_claimed(ctx, claim, phases)
+        with Heartbeat(ctx, claim) as heartbeat:
+            return _execute_claimed(ctx, claim, phases, heartbeat)
     except LeaseLost as exc:
         log.warning("%s; leaving the run to it", exc)
         return "lease-lost"
@@ -256,7 +301,9 @@ def execute_run(
         return "internal-error"
 
 
-def _execute_claimed(ctx: WorkerContext, claim: repo.Claim, phases: dict[str, float]) -> str:
+def _execute_claimed(
+    ctx: WorkerContext, claim: repo.Claim, phases: dict[str, float], heartbeat: Heartbeat
+) -> str:
     from models.disturbances import Disturbance
     from models.library import build_system
     from models.scenarios import make_scenario
@@ -296,8 +343,7 @@ def _execute_claimed(ctx: WorkerContext, claim: repo.Claim, phases: dict[str, fl
         )
         return "invalid-input"
 
-    heartbeat = Heartbeat(ctx, claim)
-    heartbeat.beat()  # building the system may have taken a while
+    heartbeat.beat()  # lost while building? then stop here
     start = time.perf_counter()
     phases["build"] = start - mark
     result = integrate(system, scenario, inputs.method, inputs.options, heartbeat)
