@@ -114,3 +114,29 @@ def test_cancelling_the_campaign_stops_a_running_run(ctx, monkeypatch) -> None:
 
 def test_settings_fixture_is_isolated(sqlite_settings: Settings, tmp_path) -> None:
     assert sqlite_settings.database_url.startswith(f"sqlite:///{tmp_path}")
+
+
+@pytest.mark.parametrize("method", ["raptor", "radau"])
+def test_soft_time_limit_holds_without_a_signal(make_settings, small_spec, method) -> None:
+    """No Celery signal here: the limit is enforced by the worker's own elapsed-time check at
+    every accepted advance of the solver driver, for RAPTOR and for a SciPy method."""
+    from raptorgrid import migrate
+    from raptorgrid.db import Database
+
+    settings = make_settings(soft_time_limit=0.5, hard_time_limit=5.0, visibility_timeout=10)
+    migrate.upgrade(settings)
+    db = Database.from_settings(settings)
+    small_spec["t_end"] = 60.0  # minutes of work at this tolerance
+    small_spec["initial_conditions"] = {"count": 1}
+    small_spec["methods"] = [{"method": method, "options": {"rtol": 1e-10, "atol": 1e-12}}]
+    spec = CampaignCreate.model_validate(small_spec)
+    with db.write() as session:
+        _, run_ids = repo.create_campaign(
+            session=session, spec=spec, expansion=expand(spec, settings=settings), now=utcnow()
+        )
+    context = WorkerContext(settings=settings, db=db)
+    assert execute_run(run_ids[0], worker="t", ctx=context) == "time-limit"
+    run, _, _ = read(context, run_ids[0])
+    assert (run.status, run.reason) == ("failed", "time_limit")
+    assert "soft time limit (0.5 s)" in run.message
+    db.dispose()
