@@ -4,7 +4,9 @@ Delivery is at least once on Redis, but a serverless transport loses the message
 killed with ``kill -9``, and any worker can die mid-run. The SQL lease is the ground truth: a
 running run whose lease expired is requeued (or failed after ``max_attempts``), and when the
 broker queue is empty, queued runs not sent for a while are sent again (claims are idempotent,
-so a duplicate message is harmless). Runs in the CLI process and as ``raptorgrid reconcile``.
+so a duplicate message is harmless). Each pass also removes staging data that crashed writers
+left behind. Runs in the CLI process and as ``raptorgrid reconcile``, which survives broker and
+database outages: a failed pass is logged and retried with exponential backoff.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from raptorgrid.db import Database
 from raptorgrid.queueing import enqueue_runs, queue_depth
 from raptorgrid.settings import Settings
 from raptorgrid.tables import utcnow
-from raptorgrid.zarr_store import consolidate_campaign
+from raptorgrid.zarr_store import clean_staging, consolidate_campaign
 
 log = logging.getLogger(__name__)
+
+BACKOFF_MAX_SECONDS = 60.0
+"""Longest wait between reconcile passes while the broker or the database is down."""
 
 
 def reconcile_once(*, db: Database, celery: Celery, settings: Settings) -> repo.Requeue:
@@ -47,12 +52,33 @@ def reconcile_once(*, db: Database, celery: Celery, settings: Settings) -> repo.
         log.warning(
             "reconciler failed %d runs out of attempts: %s", len(outcome.failed), outcome.failed
         )
+    # a staged write older than a message's visibility window belongs to a dead writer
+    removed = clean_staging(settings.zarr_root, older_than=settings.visibility_timeout)
+    if removed:
+        log.warning("reconciler removed %d orphaned staging entries", removed)
     return outcome
 
 
 def reconcile_forever(
     *, db: Database, celery: Celery, settings: Settings, stop: threading.Event
 ) -> None:
-    """Reconcile every ``reconcile_seconds`` until ``stop`` is set."""
-    while not stop.wait(settings.reconcile_seconds):
-        reconcile_once(db=db, celery=celery, settings=settings)
+    """Reconcile every ``reconcile_seconds`` until ``stop`` is set. A pass that fails (broker
+    or database unreachable) is logged and the next is tried after a doubling delay, at most
+    ``BACKOFF_MAX_SECONDS``; the first pass that succeeds restores the normal interval."""
+    delay = settings.reconcile_seconds
+    while not stop.wait(delay):
+        try:
+            reconcile_once(db=db, celery=celery, settings=settings)
+        except Exception as exc:  # noqa: BLE001 - an outage of any service: keep going
+            delay = min(BACKOFF_MAX_SECONDS, max(2 * delay, settings.reconcile_seconds))
+            log.warning(
+                "reconcile pass failed (%s: %s); next try in %.1f s",
+                type(exc).__name__,
+                str(exc).splitlines()[0] if str(exc) else "",
+                delay,
+            )
+            continue
+        if delay != settings.reconcile_seconds:
+            log.warning("reconcile pass succeeded again; back to every %.1f s",
+                        settings.reconcile_seconds)  # fmt: skip
+        delay = settings.reconcile_seconds

@@ -99,6 +99,31 @@ def delete_campaign_store(zarr_root: ZarrRoot, campaign_id: int) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
+def clean_staging(zarr_root: ZarrRoot, older_than: float) -> int:
+    """Remove staging entries (runs being written, retired or deleted stores) not modified for
+    ``older_than`` seconds: a writer that old is dead. Returns how many were removed. Object
+    stores have no staging folder (an unpublished attempt is removed by the run's next
+    publication)."""
+    if zarr_object.is_object_url(zarr_root):
+        return 0
+    staging = Path(zarr_root) / STAGING
+    if not staging.is_dir():
+        return 0
+    cutoff, removed = time.time() - older_than, 0
+    for entry in staging.iterdir():
+        try:
+            if entry.lstat().st_mtime >= cutoff:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            removed += 1
+        except FileNotFoundError:  # another reconciler got there first
+            continue
+    return removed
+
+
 def check_store(zarr_root: ZarrRoot) -> None:
     """Raise when the results store cannot be used: the folder cannot be created or written,
     or the object store's bucket cannot be listed."""
