@@ -89,3 +89,39 @@ def test_worker_killed_mid_batch_recomputes_nothing_finished(
     assert by_id[victim].attempts == 2
     assert all(r.attempts == 1 for r in runs if r.id != victim)
     assert campaign.n_succeeded == 6
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_runs_waiting_in_a_held_batch_are_not_re_sent(
+    make_settings, postgres_url, redis_url, redis_queue, start_worker, wait_until
+) -> None:
+    """One message carries four ~2 s runs and the reconciler re-sends queued runs after 1 s of
+    an empty queue: the runs waiting behind the first in the batch a worker holds are not lost,
+    so none is re-sent (the worker marks them as in transit with every heartbeat). Before: the
+    worker received duplicate messages ("not claimable")."""
+    from raptorgrid import migrate
+
+    settings = make_settings(
+        database_url=postgres_url,
+        broker_url=redis_url,
+        queue=redis_queue,
+        prebuild_networks=["wscc9"],
+        requeue_grace_seconds=1.0,
+        heartbeat_seconds=0.25,
+        batch_target_seconds=1e6,
+        batch_min_tasks=1,
+    )
+    migrate.upgrade(settings)
+    worker = start_worker(settings, "held")
+    wait_until(lambda: " ready" in worker.log(), 180, "worker ready")
+    with reconciler(settings, interval=0.5):
+        campaign_id = submit(settings, slow_spec(4, "held batch"))
+
+        def finished() -> bool:
+            return campaign_rows(settings, campaign_id)[0].finished_at is not None
+
+        wait_until(finished, 180, f"campaign {campaign_id}\n{worker.log()[-3000:]}", poll=0.5)
+    campaign, runs, metrics = campaign_rows(settings, campaign_id)
+    assert_complete_once(settings, campaign_id, runs, metrics)
+    assert "not claimable" not in worker.log()  # no duplicate message reached the worker

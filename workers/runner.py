@@ -110,8 +110,10 @@ class Heartbeat:
     cancelled) is raised in the attempt at its next advance or ``beat``; a database outage in
     the thread is only logged (the attempt's own renewals retry and report it)."""
 
-    def __init__(self, ctx: WorkerContext, claim: repo.Claim) -> None:
-        self.ctx, self.claim = ctx, claim
+    def __init__(
+        self, ctx: WorkerContext, claim: repo.Claim, in_transit: tuple[int, ...] = ()
+    ) -> None:
+        self.ctx, self.claim, self.in_transit = ctx, claim, list(in_transit)
         self.last = self.started = time.monotonic()
         self.sim_time: float | None = None
         self._lock = threading.Lock()
@@ -157,6 +159,8 @@ class Heartbeat:
                     lease_seconds=self.ctx.settings.lease_seconds,
                     sim_time=self.sim_time,
                 )
+                # the rest of this batch waits in the message this worker holds: not lost
+                repo.mark_in_transit(session=session, run_ids=self.in_transit, now=utcnow())
             self.last = time.monotonic()
             if state is not repo.LeaseState.HELD:
                 self._state = state
@@ -178,6 +182,19 @@ class Heartbeat:
             raise LeaseLost(f"run {self.claim.run_id} attempt {self.claim.attempt} lost its lease")
         if state is repo.LeaseState.CANCELLED:
             raise RunCancelled(f"run {self.claim.run_id}: campaign cancelled")
+
+
+def mark_in_transit(run_ids: list[int], ctx: WorkerContext | None = None) -> None:
+    """Tell the reconciler that ``run_ids`` (the rest of the batch being executed) are not
+    lost; best effort: if the database is down, the runs themselves will say so."""
+    if not run_ids:
+        return
+    ctx = ctx or worker_context()
+    try:
+        with ctx.db.write() as session:
+            repo.mark_in_transit(session=session, run_ids=run_ids, now=utcnow())
+    except TRANSIENT_ERRORS as exc:
+        log.warning("could not mark runs %s in transit: %s", run_ids[:5], exc)
 
 
 def _finish(ctx: WorkerContext, claim: repo.Claim, status, **fields) -> repo.FinishOutcome:  # noqa: ANN001
@@ -225,13 +242,15 @@ def execute_run(
     ctx: WorkerContext | None = None,
     time_limit_errors: tuple[type[BaseException], ...] = (),
     phases: dict[str, float] | None = None,
+    in_transit: tuple[int, ...] = (),
 ) -> str:
     """Run ``run_id`` if it can be claimed; returns what happened, in a word, for the log.
 
     ``time_limit_errors`` are the exceptions meaning "the soft time limit fired" (Celery's
     ``SoftTimeLimitExceeded``), recorded as ``time_limit`` failures. ``phases``, when given, is
     filled with the wall seconds of each phase (claim, build, solve, write, commit, score):
-    what ``benchmarks/throughput.py`` reports as per-run overhead.
+    what ``benchmarks/throughput.py`` reports as per-run overhead. ``in_transit`` are the runs
+    after this one in the same batch message: every heartbeat marks them as not lost.
     """
     from solvers.status import FailureReason, RunStatus
 
@@ -258,7 +277,7 @@ def execute_run(
         )
         return "skipped"
     try:
-        with Heartbeat(ctx, claim) as heartbeat:
+        with Heartbeat(ctx, claim, in_transit) as heartbeat:
             return _execute_claimed(ctx, claim, phases, heartbeat)
     except LeaseLost as exc:
         log.warning("%s; leaving the run to it", exc)

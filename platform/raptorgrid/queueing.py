@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 
@@ -55,6 +56,29 @@ def queue_depth(celery: Celery, *, queue: str) -> int:
         finally:
             _release_sql_session(channel)
         return declared.message_count
+
+
+def held_by_workers(celery: Celery, *, queue: str) -> int:
+    """Messages of ``queue`` that workers hold (delivered, not acknowledged: running, or
+    reserved behind a running task). Known for Redis, whose transport keeps them in its
+    ``unacked`` hash (values: [message, exchange, routing key]) and restores them to the queue
+    when a holder dies (after the visibility timeout), so they are never lost; 0 for other
+    transports, which report nothing."""
+    with celery.connection_for_write() as connection:
+        channel = connection.default_channel
+        client = getattr(channel, "client", None)
+        key = getattr(channel, "unacked_key", None)
+        if client is None or key is None:
+            _release_sql_session(channel)
+            return 0
+        held = 0
+        for _, value in client.hscan_iter(key):
+            try:
+                routing_key = json.loads(value)[2]
+            except (ValueError, IndexError, TypeError):
+                continue
+            held += routing_key == queue
+        return held
 
 
 def _release_sql_session(channel: object) -> None:

@@ -14,7 +14,12 @@ from raptorgrid.repository.campaigns import (
     record_final,
     run_counts,
 )
-from raptorgrid.repository.reconcile import Requeue, requeue_expired, stale_queued
+from raptorgrid.repository.reconcile import (
+    Requeue,
+    mark_in_transit,
+    requeue_expired,
+    stale_queued,
+)
 from raptorgrid.repository.runs import (
     Claim,
     FinishOutcome,
@@ -51,6 +56,7 @@ __all__ = [
     "recent_solve_seconds",
     "record_final",
     "renew_lease",
+    "mark_in_transit",
     "requeue_expired",
     "run_counts",
     "run_inputs",

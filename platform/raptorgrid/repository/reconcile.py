@@ -74,6 +74,18 @@ def requeue_expired(*, session: Session, now: datetime, max_attempts: int) -> Re
     return outcome
 
 
+def mark_in_transit(*, session: Session, run_ids: list[int], now: datetime) -> None:
+    """Queued runs of a batch message a worker holds: their message is not lost, so reset the
+    clock ``stale_queued`` measures (the queue looks empty while a worker holds the batch)."""
+    if run_ids:
+        session.execute(
+            update(Run)
+            .where(Run.id.in_(run_ids), Run.status == RunStatus.QUEUED.value)
+            .values(enqueued_at=now)
+            .execution_options(**_NO_SYNC)
+        )
+
+
 def stale_queued(
     *, session: Session, now: datetime, older_than: float, limit: int = 1000
 ) -> list[int]:
