@@ -123,3 +123,22 @@ def test_typos_get_a_did_you_mean_under_the_option_that_has_them(tmp_path: Path,
         assert result.exit_code == 2, (args, result.output)
         assert expected in result.output, (args, result.output)
         assert "Traceback" not in result.output
+
+
+def test_simulate_writes_trajectories_and_a_plot(tmp_path: Path, monkeypatch) -> None:
+    import xarray as xr
+
+    monkeypatch.chdir(tmp_path)
+    args = ("simulate", "wscc9", "--disturbance", "bus_fault:bus7,t_clear=0.2", "--t-end", "0.4")
+    result = invoke(*args, "--n-eval", "41", "--out", "run.zarr", "--plot", "run.png")
+    assert result.exit_code == 0, result.output
+    assert "compiles it" in result.output  # says it may be compiling before it does
+    ds = xr.open_zarr(tmp_path / "run.zarr", consolidated=False)
+    speed = ds.x.sel(state="omega[gen2]").values
+    assert ds.sizes["time"] == 41 and speed.max() > 1.0 + 1e-4  # the fault accelerated it
+    assert (tmp_path / "run.png").stat().st_size > 10_000
+    nc = invoke(*args, "--n-eval", "5", "--out", "run.nc")
+    assert nc.exit_code == 0, nc.output
+    assert xr.open_dataset(tmp_path / "run.nc", engine="scipy").sizes["time"] == 5
+    bad = invoke(*args, "--out", "run.csv")
+    assert bad.exit_code == 2 and "--out: run.csv must end in .zarr or .nc" in bad.output

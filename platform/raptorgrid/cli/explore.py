@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from raptorgrid.cli.errors import EXIT_FAILED, UserError, under, user_errors
+from raptorgrid.cli.errors import EXIT_FAILED, UserError, err_console, fail, under, user_errors
 from raptorgrid.cli.render import console
 
 OUTPUTS_PER_KIND = 3
@@ -60,6 +61,51 @@ def parse_options(items: list[str]) -> dict[str, Any]:
     return options
 
 
+PLOTTED_KINDS = ("omega", "V")
+"""Outputs ``--plot`` draws (rotor speeds, bus voltage magnitudes; per unit), when present."""
+
+
+def write_outputs(result, out: Path | None, plot: Path | None, title: str) -> None:  # noqa: ANN001
+    """``--out``: the run as the platform stores it (``zarr_store.result_dataset``), in Zarr or
+    NetCDF by the suffix; ``--plot``: the speeds and bus voltages (or the first outputs of a
+    network without them) against time, one panel per kind."""
+    from raptorgrid.zarr_store import result_dataset, write_dataset
+
+    if out is not None:
+        dataset = result_dataset(result)
+        if out.suffix == ".zarr":
+            write_dataset(out, dataset)
+        else:
+            dataset.to_netcdf(out, engine="scipy")
+        err_console.print(f"wrote {out}", highlight=False, soft_wrap=True)
+    if plot is not None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        names = list(result.output_names)
+        groups = [
+            (kind, [i for i, n in enumerate(names) if n.split("[", 1)[0] == kind])
+            for kind in PLOTTED_KINDS
+        ]
+        groups = [(kind, idx) for kind, idx in groups if idx] or [("outputs", list(range(4)))]
+        fig, axes = plt.subplots(len(groups), 1, figsize=(8, 3 * len(groups)), squeeze=False)
+        for ax, (kind, idx) in zip(axes[:, 0], groups, strict=True):
+            for i in idx[: len(names)]:
+                ax.plot(result.t_eval, result.y_eval[:, i], lw=1, label=names[i])
+            ax.set_ylabel(f"{kind} (pu)" if kind in PLOTTED_KINDS else kind)
+            ax.grid(alpha=0.3)
+            if len(idx) <= 10:
+                ax.legend(fontsize=7, ncol=2)
+        axes[-1, 0].set_xlabel("time (s)")
+        axes[0, 0].set_title(title)
+        fig.tight_layout()
+        fig.savefig(plot, dpi=110)
+        plt.close(fig)
+        err_console.print(f"wrote {plot}", highlight=False, soft_wrap=True)
+
+
 def _shown_outputs(names: tuple[str, ...]) -> list[int]:
     shown, per_kind = [], {}
     for i, name in enumerate(names):
@@ -84,8 +130,17 @@ def simulate(
     ic_seed: Annotated[int, typer.Option(help="initial-condition seed")] = 0,
     ic_spread: Annotated[float, typer.Option(help="initial-condition spread")] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="write the trajectories: FILE.zarr (Zarr) or FILE.nc (NetCDF)"),
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="write a PNG of speeds and bus voltages against time")
+    ] = None,
 ) -> None:
     """Solve one scenario here and now (no database, no queue)."""
+    if out is not None and out.suffix not in (".zarr", ".nc"):
+        raise fail(f"--out: {out} must end in .zarr or .nc")
     with user_errors():
         from models.library import build_system
         from models.scenarios import make_scenario
@@ -102,7 +157,14 @@ def simulate(
             scenario = make_scenario(
                 system, parsed, t_end=t_end, ic_seed=ic_seed, ic_spread=ic_spread, n_eval=n_eval
             )
+        err_console.print(
+            f"solving {network} with {method}: the first solve of a network structure compiles "
+            "it (seconds to a minute); later ones load it",
+            highlight=False,
+            soft_wrap=True,
+        )
         result = solve(system, scenario, method, **options)
+    write_outputs(result, out, plot, f"{network} / {parsed.kind} / {method}")
     final = {name: float(result.y_eval[-1, i]) for i, name in enumerate(result.output_names)}
     if as_json:
         payload = {
