@@ -48,3 +48,7 @@ def test_report_writes_plots_and_html_with_the_campaign_numbers(
     assert radau["config"] == "rtol=1e-07"  # rtol 1e-3 is not accuracy-qualified
     assert radau["speedup"] is not None and f"{radau['speedup']:.3g}" in page
     assert data.ranking and data.ranking[0]["label"] in page
+    # titled with the campaign's name and network; an empty table says "none"
+    title = f"{SPEC['name']} — {SPEC['network']} (campaign {campaign.id})"
+    assert f"<title>{title}</title>" in page and f"<h1>{title}</h1>" in page
+    assert "<h2>Failures</h2><p>none</p>" in page

@@ -17,11 +17,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
 from raptorgrid.repository import stats as stats_repo  # noqa: E402
+from raptorgrid.tables import Campaign  # noqa: E402
 
 
 @dataclass(frozen=True)
 class ReportData:
     campaign_id: int
+    name: str
+    network: str
     configs: list[dict[str, Any]]
     table_one: dict[str, Any]
     pareto: list[dict[str, Any]]
@@ -42,8 +45,11 @@ def collect(*, session: Session, campaign_id: int, ranking_limit: int = 20) -> R
         session=session, campaign_id=campaign_id, limit=ranking_limit
     )
     failures, _ = stats_repo.failures(session=session, campaign_id=campaign_id, limit=50)
+    campaign = session.get(Campaign, campaign_id)
     return ReportData(
         campaign_id=campaign_id,
+        name=campaign.name if campaign is not None else "",
+        network=campaign.network if campaign is not None else "",
         configs=[c.as_dict() for c in configs],
         table_one=stats_repo.table_one(configs),
         pareto=stats_repo.pareto_front(configs),
@@ -103,6 +109,8 @@ def _fmt(value: Any) -> str:
 
 
 def _html_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    if not rows:
+        return "<p>none</p>"
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in columns) + "</tr>"
@@ -152,13 +160,14 @@ def write_html(data: ReportData, images: tuple[Path, Path], path: Path) -> Path:
         f"{html.escape(str(t1['subject']))} {html.escape(_fmt(t1['subject_config']))}: "
         f"{_fmt(t1['subject_runtime_s'])} s, state error {_fmt(t1['subject_state_error'])}"
     )
+    title = html.escape(f"{data.name} — {data.network} (campaign {data.campaign_id})")
     path.write_text(
         "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>raptorgrid campaign {data.campaign_id}</title>"
+        f"<title>{title}</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
         "margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
         "img{max-width:48%;margin-right:1%}</style></head><body>"
-        f"<h1>Campaign {data.campaign_id}</h1>"
+        f"<h1>{title}</h1>"
         f"<h2>Table I (accuracy-qualified speedups)</h2><p>{subject}</p>"
         f"{_html_table(t1['rows'], TABLE_ONE_COLUMNS)}<p>{html.escape(t1['basis'])}</p>"
         f"<h2>Accuracy and work against runtime</h2>{inline}"
