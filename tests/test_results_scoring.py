@@ -132,6 +132,8 @@ def test_reference_finishing_last_scores_every_run_once(scored) -> None:
     assert 0 < ind.max_angle_spread_deg < 180 and ind.min_voltage_pu < 0.9
     assert 0.2 <= ind.voltage_recovery_t <= 1.0
     assert ind.frequency_nadir_hz == pytest.approx(60.0, abs=0.5)  # speeds rise in a fault
+    assert ind.frequency_zenith_hz > 60.0 > ind.frequency_nadir_hz - 1e-9  # so the zenith moves
+    assert ind.frequency_zenith_t > 0.1  # after the fault's start
 
 
 def test_run_finishing_last_is_scored_and_concurrent_writes_count_once(scored) -> None:
@@ -178,4 +180,7 @@ def test_indicators_by_name() -> None:
     assert (ind.min_voltage_pu, ind.min_voltage_t) == (0.5, pytest.approx(0.3))
     assert ind.voltage_recovery_t == pytest.approx(0.7)
     assert ind.frequency_nadir_t == pytest.approx(1.0)
+    # omega = 1 - 0.01 delta: the speeds only fall, so the zenith is the start, 50 Hz
+    assert (ind.frequency_zenith_hz, ind.frequency_zenith_t) == (pytest.approx(50.0), 0.0)
+    assert ind.frequency_nadir_hz < 50.0
     assert ind.severity == pytest.approx(200 / 180 + 0.5)

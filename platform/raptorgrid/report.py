@@ -142,6 +142,7 @@ RANKING_COLUMNS = [
     "stable",
     "max_angle_spread_deg",
     "frequency_nadir_hz",
+    "frequency_zenith_hz",
     "min_voltage_pu",
     "voltage_recovery_t",
     "failed_runs",

@@ -302,6 +302,8 @@ class ScenarioIndicators(Base):
     max_angle_spread_deg: Mapped[float | None] = mapped_column(Float, nullable=True)
     frequency_nadir_hz: Mapped[float | None] = mapped_column(Float, nullable=True)
     frequency_nadir_t: Mapped[float | None] = mapped_column(Float, nullable=True)
+    frequency_zenith_hz: Mapped[float | None] = mapped_column(Float, nullable=True)
+    frequency_zenith_t: Mapped[float | None] = mapped_column(Float, nullable=True)
     min_voltage_pu: Mapped[float | None] = mapped_column(Float, nullable=True)
     min_voltage_t: Mapped[float | None] = mapped_column(Float, nullable=True)
     voltage_recovery_t: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -507,6 +507,8 @@ def contingency_ranking(
                 "max_angle_spread_deg": ind.max_angle_spread_deg,
                 "frequency_nadir_hz": ind.frequency_nadir_hz,
                 "frequency_nadir_t": ind.frequency_nadir_t,
+                "frequency_zenith_hz": ind.frequency_zenith_hz,
+                "frequency_zenith_t": ind.frequency_zenith_t,
                 "min_voltage_pu": ind.min_voltage_pu,
                 "min_voltage_t": ind.min_voltage_t,
                 "voltage_recovery_t": ind.voltage_recovery_t,

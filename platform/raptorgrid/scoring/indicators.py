@@ -1,9 +1,10 @@
 """Stability indicators of one trajectory (a run's Zarr dataset), read by variable name.
 
 * rotor-angle spread: max over time of (max - min) of the ``delta[...]`` outputs (or states), deg;
-* frequency nadir: the minimum of the centre-of-inertia speed, here the plain mean of the
-  ``omega[...]`` speeds (pu; inertia is not stored with the trajectory), times the nominal
-  frequency, and its time;
+* frequency nadir and zenith: the minimum and the maximum of the centre-of-inertia speed, here
+  the plain mean of the ``omega[...]`` speeds (pu; inertia is not stored with the trajectory),
+  times the nominal frequency, each with its time (a fault accelerates the machines: its
+  zenith, not its nadir, is the frequency excursion);
 * lowest bus voltage (``V[...]`` outputs), its time, and the time after it from which every bus
   stays at or above 0.9 pu (None when it never recovers; the dip time when it never dipped);
 * verdict: stable when the angle spread stays below 180 deg (``STABILITY_CRITERION``) and the
@@ -30,6 +31,8 @@ class Indicators:
     max_angle_spread_deg: float | None
     frequency_nadir_hz: float | None
     frequency_nadir_t: float | None
+    frequency_zenith_hz: float | None
+    frequency_zenith_t: float | None
     min_voltage_pu: float | None
     min_voltage_t: float | None
     voltage_recovery_t: float | None
@@ -59,12 +62,14 @@ def stability_indicators(ds: xr.Dataset, *, f_hz: float = 60.0) -> Indicators:
     delta = named(ds, "delta[")
     if delta is not None and delta.shape[1] > 0:
         spread = float(np.degrees(np.nanmax(delta.max(axis=1) - delta.min(axis=1))))
-    nadir = nadir_t = None
+    nadir = nadir_t = zenith = zenith_t = None
     omega = named(ds, "omega[")
     if omega is not None and omega.shape[1] > 0:
         coi = omega.mean(axis=1)
         k = int(np.nanargmin(coi))
         nadir, nadir_t = float(coi[k] * f_hz), float(t[k])
+        k = int(np.nanargmax(coi))
+        zenith, zenith_t = float(coi[k] * f_hz), float(t[k])
     vmin = vmin_t = recovery = None
     volts = named(ds, "V[")
     if volts is not None and volts.shape[1] > 0:
@@ -83,5 +88,15 @@ def stability_indicators(ds: xr.Dataset, *, f_hz: float = 60.0) -> Indicators:
     if not finite:
         severity = max(severity, 1.0)
     return Indicators(
-        spread, nadir, nadir_t, vmin, vmin_t, recovery, stable, STABILITY_CRITERION, float(severity)
+        max_angle_spread_deg=spread,
+        frequency_nadir_hz=nadir,
+        frequency_nadir_t=nadir_t,
+        frequency_zenith_hz=zenith,
+        frequency_zenith_t=zenith_t,
+        min_voltage_pu=vmin,
+        min_voltage_t=vmin_t,
+        voltage_recovery_t=recovery,
+        stable=stable,
+        criterion=STABILITY_CRITERION,
+        severity=float(severity),
     )
