@@ -103,6 +103,28 @@ def test_limits_are_clear_refusals(client, small_spec) -> None:
     assert "60 runs" in message and "limit is 50" in message
 
 
+def test_sweeps_are_counted_before_they_are_formed(client, small_spec) -> None:
+    """Three options of 100 values would be 10^6 configurations: refused from the lengths,
+    quickly, naming the field; and one option may not list more than 100 values."""
+    import time
+
+    values = [1e-3 * (1 + i / 1000) for i in range(100)]
+    small_spec["methods"] = [
+        {"method": "radau", "options": {"rtol": values, "atol": values, "first_step": values}}
+    ]
+    start = time.process_time()
+    response = client.post("/campaigns", json=small_spec)
+    cpu = time.process_time() - start
+    message = error_at(response, ["body", "methods", 0, "options"])
+    assert "1000000 configurations" in message and "limit is 1000" in message
+    assert cpu < 2.0  # not formed and validated one by one (that took minutes)
+    small_spec["methods"] = [{"method": "radau", "options": {"rtol": values + [1e-4]}}]
+    message = error_at(
+        client.post("/campaigns", json=small_spec), ["body", "methods", 0, "options"]
+    )
+    assert "101 values" in message and "at most 100" in message
+
+
 def test_event_after_horizon(client, small_spec) -> None:
     small_spec["disturbances"][0].update(t_fault=1.5, t_clear=1.6)
     message = error_at(client.post("/campaigns", json=small_spec), ["body", "disturbances", 0])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +96,17 @@ class MethodSweep(BaseModel):
         for key, values in value.items():
             if isinstance(values, list) and not values:
                 raise ValueError(f"option {key!r}: an empty sweep gives no configuration")
+            if isinstance(values, list) and len(values) > MAX_SWEEP_VALUES:
+                raise ValueError(
+                    f"option {key!r}: {len(values)} values; a sweep lists at most "
+                    f"{MAX_SWEEP_VALUES}"
+                )
+        n_configs = count_configurations(value)
+        if n_configs > MAX_SWEEP_CONFIGURATIONS:
+            raise ValueError(
+                f"the sweep expands to {n_configs} configurations; the limit is "
+                f"{MAX_SWEEP_CONFIGURATIONS} per method: sweep fewer values"
+            )
         for config in configurations(value):
             try:
                 validate_options(method, config)
@@ -174,6 +186,18 @@ class CampaignCreate(BaseModel):
         if value not in network_names():
             raise ValueError(unknown_name("network", value, network_names()))
         return value
+
+
+MAX_SWEEP_VALUES = 100
+"""Most values one swept option may list."""
+MAX_SWEEP_CONFIGURATIONS = 1000
+"""Most configurations one method's sweep may expand to (checked arithmetically, before the
+product is formed: 3 options of 100 values would otherwise materialize and validate 10^6)."""
+
+
+def count_configurations(options: dict[str, Any]) -> int:
+    """Configurations ``configurations(options)`` would give, without forming them."""
+    return math.prod(len(v) if isinstance(v, list) else 1 for v in options.values())
 
 
 def configurations(options: dict[str, Any]) -> list[dict[str, Any]]:
