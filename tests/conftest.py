@@ -225,6 +225,28 @@ def _wait_until(
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def run_campaign_through_api(client, spec: dict, workers: list, timeout: float) -> dict:  # noqa: ANN001
+    """Authorize ``client`` (a TestClient of the API) with a fresh token, POST ``spec``, and
+    wait until the campaign has finished while every worker stays alive; returns the created
+    campaign's JSON (id, n_runs, ...)."""
+    from raptorgrid.auth import create_token
+
+    with client.app.state.db.write() as session:
+        client.headers["Authorization"] = f"Bearer {create_token(session=session, owner='t')[1]}"
+    created = client.post("/campaigns", json=spec)
+    assert created.status_code == 201, created.text
+    campaign_id = created.json()["id"]
+
+    def finished() -> bool:
+        for worker in workers:
+            assert worker.process.poll() is None, worker.log()[-3000:]
+        return client.get(f"/campaigns/{campaign_id}").json()["finished_at"] is not None
+
+    logs = "\n".join(worker.log()[-2000:] for worker in workers)
+    _wait_until(finished, timeout, f"campaign {campaign_id}\n{logs}")
+    return created.json()
+
+
 @pytest.fixture
 def wait_until() -> Callable[..., None]:
     """``wait_until(predicate, timeout, what)``: poll until true, else fail naming ``what``."""

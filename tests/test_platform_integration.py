@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import run_campaign_through_api
 from fastapi.testclient import TestClient
 from raptorgrid import migrate
 from raptorgrid.api import create_app
-from raptorgrid.auth import create_token
 from raptorgrid.db import Database
 from raptorgrid.queueing import enqueue_runs, queue_depth
 from raptorgrid.tables import Run, RunMetrics
@@ -42,19 +42,9 @@ def test_campaign_over_postgres_redis_and_a_real_worker(
     small_spec["methods"].append({"method": "radau", "options": {"max_steps": 2}})
     worker = start_worker(settings, "pg-redis")
     with TestClient(create_app(settings)) as client:
-        with client.app.state.db.write() as session:
-            token = create_token(session=session, owner="integration")[1]
-        client.headers["Authorization"] = f"Bearer {token}"
-        created = client.post("/campaigns", json=small_spec)
-        assert created.status_code == 201, created.text
-        campaign_id, n_runs = created.json()["id"], created.json()["n_runs"]
+        created = run_campaign_through_api(client, small_spec, [worker], WORKER_BUDGET)
+        campaign_id, n_runs = created["id"], created["n_runs"]
         assert n_runs == 6
-
-        def finished() -> bool:
-            assert worker.process.poll() is None, worker.log()
-            return client.get(f"/campaigns/{campaign_id}").json()["finished_at"] is not None
-
-        wait_until(finished, WORKER_BUDGET, f"campaign {campaign_id}\n{worker.log()[-3000:]}")
         campaign = client.get(f"/campaigns/{campaign_id}").json()
         assert campaign["status"] == "finished"
         assert campaign["counts"]["succeeded"] == 4, worker.log()[-3000:]

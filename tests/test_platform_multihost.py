@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_service
+from conftest import require_service, run_campaign_through_api
 from netns_hosts import GATEWAY, NetnsUnavailable, network_host
 from reliability_stack import _wait_port, free_port, postgres_server, redis_server
 
@@ -70,7 +70,6 @@ def test_workers_on_two_hosts_share_a_campaign_through_the_object_store(
     from fastapi.testclient import TestClient
     from raptorgrid import migrate
     from raptorgrid.api import create_app
-    from raptorgrid.auth import create_token
     from raptorgrid.db import Database
     from raptorgrid.tables import Run, RunMetrics
     from raptorgrid.zarr_store import open_run
@@ -99,20 +98,7 @@ def test_workers_on_two_hosts_share_a_campaign_through_the_object_store(
             workers.append(worker)
         small_spec["initial_conditions"]["count"] = 4  # 8 runs
         with TestClient(create_app(settings)) as client:
-            with client.app.state.db.write() as session:
-                token = create_token(session=session, owner="multihost")[1]
-            client.headers["Authorization"] = f"Bearer {token}"
-            created = client.post("/campaigns", json=small_spec)
-            assert created.status_code == 201, created.text
-            campaign_id = created.json()["id"]
-
-            def finished() -> bool:
-                for w in workers:
-                    assert w.process.poll() is None, w.log()[-3000:]
-                return client.get(f"/campaigns/{campaign_id}").json()["finished_at"] is not None
-
-            logs = "\n".join(w.log()[-2000:] for w in workers)
-            wait_until(finished, 240, f"campaign {campaign_id}\n{logs}")
+            campaign_id = run_campaign_through_api(client, small_spec, workers, 240)["id"]
             assert client.get(f"/campaigns/{campaign_id}").json()["counts"]["succeeded"] == 8
             shown = client.get("/runs/1/trajectory", params={"vars": "omega[gen1]"})
             assert shown.status_code == 200, shown.text

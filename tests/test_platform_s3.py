@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import require_service
+from conftest import require_service, run_campaign_through_api
 from reliability_stack import _wait_port, free_port
 
 pytestmark = [pytest.mark.services]
@@ -127,13 +127,11 @@ def test_settings_accept_s3_and_name_what_is_wrong(make_settings) -> None:
 @pytest.mark.slow
 def test_campaign_results_on_the_object_store(
     s3_root, make_settings, postgres_url, redis_url, redis_queue, small_spec, start_worker,
-    wait_until,
 ) -> None:  # fmt: skip
     """A real worker writes every run to S3 and none locally; the API reads them back."""
     from fastapi.testclient import TestClient
     from raptorgrid import migrate
     from raptorgrid.api import create_app
-    from raptorgrid.auth import create_token
     from raptorgrid.zarr_store import open_run
 
     settings = make_settings(
@@ -146,18 +144,7 @@ def test_campaign_results_on_the_object_store(
     migrate.upgrade(settings)
     worker = start_worker(settings, "s3")
     with TestClient(create_app(settings)) as client:
-        with client.app.state.db.write() as session:
-            token = create_token(session=session, owner="s3")[1]
-        client.headers["Authorization"] = f"Bearer {token}"
-        created = client.post("/campaigns", json=small_spec)
-        assert created.status_code == 201, created.text
-        campaign_id = created.json()["id"]
-
-        def finished() -> bool:
-            assert worker.process.poll() is None, worker.log()
-            return client.get(f"/campaigns/{campaign_id}").json()["finished_at"] is not None
-
-        wait_until(finished, 180, f"campaign {campaign_id}\n{worker.log()[-3000:]}")
+        campaign_id = run_campaign_through_api(client, small_spec, [worker], 180)["id"]
         assert client.get(f"/campaigns/{campaign_id}").json()["counts"]["succeeded"] == 4
         runs = client.get(f"/campaigns/{campaign_id}/runs").json()["data"]
         for run in runs:

@@ -184,19 +184,6 @@ class Heartbeat:
             raise RunCancelled(f"run {self.claim.run_id}: campaign cancelled")
 
 
-def mark_in_transit(run_ids: list[int], ctx: WorkerContext | None = None) -> None:
-    """Tell the reconciler that ``run_ids`` (the rest of the batch being executed) are not
-    lost; best effort: if the database is down, the runs themselves will say so."""
-    if not run_ids:
-        return
-    ctx = ctx or worker_context()
-    try:
-        with ctx.db.write() as session:
-            repo.mark_in_transit(session=session, run_ids=run_ids, now=utcnow())
-    except TRANSIENT_ERRORS as exc:
-        log.warning("could not mark runs %s in transit: %s", run_ids[:5], exc)
-
-
 def _finish(ctx: WorkerContext, claim: repo.Claim, status, **fields) -> repo.FinishOutcome:  # noqa: ANN001
     def finish() -> repo.FinishOutcome:
         with ctx.db.write() as session:

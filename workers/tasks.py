@@ -51,16 +51,17 @@ def run(self, run_ids: int | list[int]) -> str:  # noqa: ANN001 - Celery's bound
     """Execute one run or a batch of runs (``raptorgrid.batching``), one after the other, each
     claimed, written and committed on its own (see ``workers.runner``): a redelivered batch
     skips the runs already final."""
-    from workers.runner import execute_run, mark_in_transit
+    from workers.runner import execute_run
 
     worker = f"{self.request.hostname}:{os.getpid()}"
     ids = [int(run_ids)] if isinstance(run_ids, int) else [int(r) for r in run_ids]
     outcomes = []
     for position, run_id in enumerate(ids):
-        rest = tuple(ids[position + 1 :])
-        mark_in_transit(list(rest))  # not lost: this worker holds their message
-        outcome = execute_run(
-            run_id, worker=worker, time_limit_errors=(SoftTimeLimitExceeded,), in_transit=rest
+        outcome = execute_run(  # the runs after it wait in this message: not lost
+            run_id,
+            worker=worker,
+            time_limit_errors=(SoftTimeLimitExceeded,),
+            in_transit=tuple(ids[position + 1 :]),
         )
         log.info("run %s: %s", run_id, outcome)
         outcomes.append(outcome)

@@ -49,13 +49,9 @@ def join(url: str, *parts: str) -> str:
     return "/".join([url.rstrip("/"), *parts])
 
 
-def _fs(url: str):  # noqa: ANN202
-    fs, _ = fsspec.core.url_to_fs(url)
-    return fs
-
-
-def _path(url: str) -> str:
-    return fsspec.core.url_to_fs(url)[1]
+def _fs_path(url: str):  # noqa: ANN202
+    """(filesystem, path inside it) of ``url``: one parse."""
+    return fsspec.core.url_to_fs(url)
 
 
 def _group_document(attributes: dict) -> bytes:
@@ -71,23 +67,25 @@ class FileMirror:
 
     def fetch(self, name: str) -> bytes | None:
         try:
-            return _fs(self.url).cat_file(_path(join(self.url, name)))
+            fs, path = _fs_path(join(self.url, name))
+            return fs.cat_file(path)
         except FileNotFoundError:
             return None
 
     def publish(self, name: str, data: bytes) -> None:
-        _fs(self.url).pipe_file(_path(join(self.url, name)), data)
+        fs, path = _fs_path(join(self.url, name))
+        fs.pipe_file(path, data)
 
 
 def check_reachable(url: str) -> None:
     """Raise unless the bucket of ``url`` can be listed."""
-    fs, path = _fs(url), _path(url)
+    fs, path = _fs_path(url)
     fs.ls(path.split("/", 1)[0], detail=False, refresh=True)
 
 
 def ensure_group(url: str, attributes: dict) -> None:
     """Write the group document at ``url`` unless one exists."""
-    fs, doc = _fs(url), _path(join(url, "zarr.json"))
+    fs, doc = _fs_path(join(url, "zarr.json"))
     if not fs.exists(doc):
         fs.pipe_file(doc, _group_document(attributes))
 
@@ -101,9 +99,8 @@ def publish(store: str, group: str, attempt: str) -> None:
     """Make ``attempt`` (a complete group written under ``store/group``) the run's published
     data with one PUT, then remove the run's other attempts (best effort: a failure leaves
     unreferenced objects, never a wrong run)."""
-    fs = _fs(store)
-    name = Path(_path(attempt)).name
-    run_prefix = _path(join(store, group))
+    fs, run_prefix = _fs_path(join(store, group))
+    name = attempt.rstrip("/").rsplit("/", 1)[1]
     fs.pipe_file(f"{run_prefix}/zarr.json", _group_document({"published": name}))
     for entry in fs.ls(run_prefix, detail=False, refresh=True):
         other = Path(entry).name
@@ -114,8 +111,7 @@ def publish(store: str, group: str, attempt: str) -> None:
 def published_group(store: str, group: str) -> str:
     """The group path (relative to ``store``) of the run's published attempt;
     FileNotFoundError when the run was never published."""
-    fs = _fs(store)
-    doc = f"{_path(join(store, group))}/zarr.json"
+    fs, doc = _fs_path(join(store, group, "zarr.json"))
     try:
         attributes = json.loads(fs.cat_file(doc)).get("attributes", {})
     except FileNotFoundError:
@@ -129,7 +125,7 @@ def published_group(store: str, group: str) -> str:
 def delete_tree(url: str) -> None:
     """Delete everything under ``url`` (a campaign store): the runs' published documents
     first, so a reader that races the deletion finds runs missing rather than half deleted."""
-    fs, root = _fs(url), _path(url)
+    fs, root = _fs_path(url)
     if not fs.exists(root):
         return
     for doc in fs.glob(f"{root}/*/zarr.json"):
