@@ -1,0 +1,170 @@
+"""A PSS(R)E case (``.raw`` + ``.dyr``) as a ``DAESystem``: parse both files, solve the power
+flow (``models.psse.network``), attach each ``.dyr`` record to its machine by (bus, machine
+ID), and assemble (``models.assembly``). Every in-service machine needs exactly one machine
+model; a record naming a bus and ID without an in-service machine is refused with its line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.assembly import Device, GeneratorSlot, Grid, assemble, check_parameters
+from models.dae import DAESystem
+from models.devices import MODELS
+from models.psse.dyr import parse_dyr
+from models.psse.network import build_network, solve_power_flow
+from models.psse.raw import parse_raw
+from models.psse.records import PsseError
+
+LOAD_CONVERSION = (0.0, 1.0, 0.0, 1.0)
+"""Default conversion of the constant-power load parts for dynamics, PSS/E CONL style: fractions
+of P to constant current and to constant admittance, then of Q: all to constant admittance
+(ANDES's default too, which the cross-check relies on)."""
+ZSORCE_TOLERANCE = 1e-6
+"""|ZX - X''d| (pu on MBASE) above which a note records that ZSORCE differs from X''d."""
+
+
+@dataclass(frozen=True)
+class PsseCase:
+    """A raw/dyr pair read, solved and attached: what ``assemble`` needs (nothing compiled)."""
+
+    grid: Grid
+    slots: tuple[GeneratorSlot, ...]
+    description: str
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(self.grid.info["warnings"])
+
+
+def build_psse_case(raw_text: str, dyr_text: str, name: str, **options) -> DAESystem:
+    """The DAE of a raw/dyr pair (options of ``load_psse_case``). Warnings and notes are in
+    ``system.info["warnings"]``."""
+    case = load_psse_case(raw_text, dyr_text, name, **options)
+    return assemble(case.grid, case.slots, case.description)
+
+
+def load_psse_case(
+    raw_text: str,
+    dyr_text: str,
+    name: str,
+    *,
+    raw_file: str = "case.raw",
+    dyr_file: str = "case.dyr",
+    substitute: bool = False,
+    load_conversion: tuple[float, float, float, float] = LOAD_CONVERSION,
+) -> PsseCase:
+    """Parse, solve the power flow, attach the dynamic records and check their parameters;
+    ``substitute`` leaves unsupported controllers out with a warning (``models.psse.dyr``);
+    ``load_conversion`` as ``convert_loads``. Raises ``PsseError`` (file, line, record) or
+    ``ValueError`` (a parameter value, naming its record)."""
+    raw = parse_raw(raw_text, raw_file)
+    net = build_network(raw)
+    solution = solve_power_flow(net)
+    dyr = parse_dyr(dyr_text, dyr_file, substitute=substitute)
+    warnings = list(net.notes) + list(dyr.warnings) + list(solution.q_violations)
+    load_s, load_i, load_y = convert_loads(
+        net.load_s, net.load_i, net.load_y, np.abs(solution.voltage[net.load_bus]), load_conversion
+    )
+    slot_of = {(bus, gid.strip()): k for k, (bus, gid) in enumerate(net.gen_ids)}
+    found: list[dict[str, object]] = [{} for _ in net.gen_ids]
+    for rec in dyr.records:
+        key = (rec.bus, rec.id)
+        if key not in slot_of:
+            raise PsseError(
+                dyr_file, rec.line, f"{rec.model} record",
+                f"no in-service machine '{rec.id}' at bus {rec.bus} in {raw_file}",
+            )  # fmt: skip
+        model = MODELS[rec.model]
+        slot = found[slot_of[key]]
+        if model.role in slot:
+            raise PsseError(
+                dyr_file, rec.line, f"{rec.model} record",
+                f"machine '{rec.id}' at bus {rec.bus} already has a {model.role} "
+                f"({slot[model.role].model.name}, {slot[model.role].where})",
+            )  # fmt: skip
+        k = slot_of[key]
+        params = dict(zip(model.params, rec.values, strict=True))
+        if model.role == "machine":
+            z = net.gen_zsource[k]
+            params["ra"] = z.real
+            if model.name == "GENCLS":
+                params["xd_p"] = z.imag
+            elif abs(z.imag - params.get("Xd_pp", z.imag)) > ZSORCE_TOLERANCE:
+                warnings.append(
+                    f"{dyr_file}, line {rec.line}: ZSORCE ZX = {z.imag:g} of machine "
+                    f"'{rec.id}' at bus {rec.bus} differs from X''d = {params['Xd_pp']:g}; "
+                    "X''d is used"
+                )
+        slot[model.role] = Device(model, params, f"{dyr_file}, line {rec.line}")
+    missing = [net.gen_names[k] for k, slot in enumerate(found) if "machine" not in slot]
+    if missing:
+        raise PsseError(
+            dyr_file, 0, "dynamic data",
+            f"no machine model for the in-service generator(s) {', '.join(missing)} of {raw_file}",
+        )  # fmt: skip
+    slots = [GeneratorSlot(s["machine"], s.get("exciter"), s.get("governor")) for s in found]
+    grid = Grid(
+        name=name,
+        sbase=net.sbase,
+        f_hz=net.f_hz,
+        bus_names=net.bus_names,
+        branch_names=net.branch_names,
+        branch_from=net.branch_from,
+        branch_to=net.branch_to,
+        branch_r=net.branch_r,
+        branch_x=net.branch_x,
+        branch_b=net.branch_b,
+        branch_tap=net.branch_tap,
+        branch_shift=net.branch_shift,
+        shunt=net.shunt,
+        load_bus=net.load_bus,
+        load_s=load_s,
+        load_i=load_i,
+        load_y=load_y,
+        gen_bus=net.gen_bus,
+        gen_names=net.gen_names,
+        gen_mbase=net.gen_mbase,
+        voltage=solution.voltage,
+        gen_s=solution.gen_s,
+        info={
+            "sources": f"PSS/E raw {raw_file} (revision {raw.version}) and {dyr_file}",
+            "title": " / ".join(t for t in raw.title if t),
+            "areas": {str(k): v for k, v in raw.areas.items()},
+            "zones": {str(k): v for k, v in raw.zones.items()},
+            "bus_area": tuple(int(a) for a in net.bus_area),
+            "power_flow_iterations": solution.iterations,
+            "power_flow_mismatch": solution.mismatch,
+            "warnings": tuple(warnings),
+            "load_conversion": dict(
+                zip(("p_to_i", "p_to_z", "q_to_i", "q_to_z"), load_conversion, strict=True)
+            ),
+        },
+    )
+    models = sorted({d.model.name for s in slots for d in (s.machine, s.exciter, s.governor) if d})
+    description = (
+        f"{name}: PSS/E case {raw_file} + {dyr_file}: {net.n_bus} buses, "
+        f"{net.branch_r.size} branches, {len(slots)} machines ({', '.join(models)})"
+    )
+    for role in ("machine", "exciter", "governor"):
+        check_parameters(slots, role)
+    return PsseCase(grid, tuple(slots), description)
+
+
+def convert_loads(load_s, load_i, load_y, vm, fractions):
+    """PSS/E CONL: move the fractions (P to I, P to Z, Q to I, Q to Z) of each constant-power part
+    to constant current and constant admittance at the solved voltage magnitudes ``vm``, so the
+    initial operating point is unchanged (Siemens PTI, PSS/E Program Operation Manual, "Load
+    Conversion"). Returns the new (constant power, constant current, constant admittance)."""
+    p_i, p_z, q_i, q_z = fractions
+    for name, value in zip(("p_to_i", "p_to_z", "q_to_i", "q_to_z"), fractions, strict=True):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"load_conversion: {name} = {value} must lie in [0, 1]")
+    if p_i + p_z > 1.0 or q_i + q_z > 1.0:
+        raise ValueError("load_conversion: the fractions of P (and of Q) must sum to <= 1")
+    p, q = load_s.real, load_s.imag
+    s = (1 - p_i - p_z) * p + 1j * (1 - q_i - q_z) * q
+    i = load_i + (p_i * p + 1j * q_i * q) / vm
+    y = load_y + (p_z * p + 1j * q_z * q) / vm**2
+    return s, i, y

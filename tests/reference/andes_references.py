@@ -1,0 +1,182 @@
+"""Reference trajectories from ANDES for the PSS/E cross-check (``tests/test_psse_crosscheck.py``).
+
+ANDES (GPL) is used only as an external program: run this script with the Python of a separate
+virtual environment that has ``pip install andes`` (never install it into the project's), e.g.
+
+    python3 -m venv /tmp/andes-venv && /tmp/andes-venv/bin/pip install andes==2.0.0
+    /tmp/andes-venv/bin/python tests/reference/andes_references.py
+
+It reads the ``.raw``/``.dyr`` pairs of ``tests/data/psse``, runs ANDES's power flow (tolerance
+1e-12) and its implicit-trapezoid time domain simulation at a fixed step of 1 ms and of 1/30 s for
+each event of ``CASES``, and writes for each case and event ``<case>_<event>.csv`` (the 1 ms run
+interpolated onto a 10 ms grid, times within 1.5 ms of an event left out: t, omega[gen],
+delta[gen], V[bus]; generator names gen<bus>_<id>, bus names bus<number>) and ``spread.json``
+(per case, event and quantity the largest difference between the 1/30 s run and the 1 ms run at
+the 1/30 s run's points: ANDES's own step-size spread, from which the test tolerances are
+stated; rotor angles relative to the first machine; a tripped machine left out, since ANDES
+freezes the states of a machine it switches off while raptorgrid lets it run unloaded),
+``cases.json`` (the events) and ``power_flow.json`` (ANDES's solved bus voltages).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+import andes
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent / "data" / "psse"
+OUT = HERE / "andes"
+T_END = 3.0
+T_EVENT = 0.5
+T_CLEAR = 0.6
+FAULT_X = 0.01
+"""Fault reactance (pu on the system base; resistance 0)."""
+
+KUNDUR_EVENTS = {"fault_bus": 8, "line": (7, 8, "1"), "gen": (3, "1")}
+CASES = {
+    "kundur_gencls": ("kundur.raw", "kundur_gencls.dyr", KUNDUR_EVENTS),
+    "kundur_genrou": ("kundur.raw", "kundur_genrou_tgov1.dyr", KUNDUR_EVENTS),
+    "ieee14_genrou": (
+        "ieee14.raw", "ieee14_genrou_tgov1.dyr",
+        {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
+    ),
+    "wecc_gencls": (
+        "wecc.raw", "wecc_gencls.dyr", {"fault_bus": 38, "line": (38, 45, "1"), "gen": (39, "1")}
+    ),
+}  # fmt: skip
+"""case -> (raw, dyr, events): a bus fault (T_EVENT to T_CLEAR, x = FAULT_X), a line trip
+(from, to, circuit) and a generator trip (bus, machine ID), each at T_EVENT."""
+POWER_FLOW_ONLY = ("ieee39.raw", "npcc.raw")
+"""Raw files whose solved voltages are stored too (no dynamic reference)."""
+
+
+def power_flow(raw: Path) -> dict:
+    ss = andes.load(str(raw), setup=True, default_config=True, no_output=True)
+    ss.PFlow.config.tol = 1e-12
+    ss.PFlow.run()
+    return {
+        f"bus{int(b)}": [float(v), float(a)]
+        for b, v, a in zip(ss.Bus.idx.v, ss.Bus.v.v, ss.Bus.a.v, strict=True)
+    }
+
+
+def machines(dyr: Path) -> list[tuple[int, str, str]]:
+    """(bus, id, model) of the machine records in file order (the order ANDES adds them)."""
+    out = []
+    text = dyr.read_text()
+    for rec in re.split(r"/", text):
+        fields = rec.replace(",", " ").split()
+        if len(fields) >= 3 and fields[1].strip("'").upper() in ("GENCLS", "GENROU", "GENSAL"):
+            out.append((int(fields[0]), fields[2].strip("'"), fields[1].strip("'").upper()))
+    return out
+
+
+def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
+    ss = andes.load(str(raw), addfile=str(dyr), setup=False, default_config=True, no_output=True)
+    gens = machines(dyr)
+    if event == "fault":
+        ss.add(
+            "Fault",
+            {"bus": spec["fault_bus"], "tf": T_EVENT, "tc": T_CLEAR, "xf": FAULT_X, "rf": 0.0},
+        )
+    elif event == "line":
+        f, t, ckt = spec["line"]
+        idx = [
+            i for i, a, b in zip(ss.Line.idx.v, ss.Line.bus1.v, ss.Line.bus2.v, strict=True)
+            if {int(a), int(b)} == {f, t}
+        ]  # fmt: skip
+        ss.add("Toggle", {"model": "Line", "dev": idx[int(ckt) - 1], "t": T_EVENT})
+    elif event == "gen":
+        bus, gid = spec["gen"]
+        k = [i for i, (b, g, _) in enumerate(gens) if b == bus and g == gid][0]
+        model = gens[k][2]
+        mdl = getattr(ss, model)
+        dev = [i for i, b in zip(mdl.idx.v, mdl.bus.v, strict=True) if int(b) == bus][0]
+        ss.add("Toggle", {"model": model, "dev": dev, "t": T_EVENT})
+    ss.setup()
+    ss.PFlow.config.tol = 1e-12
+    ss.PFlow.run()
+    pf = {
+        f"bus{int(b)}": [float(v), float(a)]
+        for b, v, a in zip(ss.Bus.idx.v, ss.Bus.v.v, ss.Bus.a.v, strict=True)
+    }
+    ss.TDS.config.tf = T_END
+    ss.TDS.config.tstep = h
+    ss.TDS.config.fixt = 1
+    ss.TDS.config.shrinkt = 0
+    ss.TDS.config.no_tqdm = 1
+    ss.TDS.config.criteria = 0  # run the horizon out; the tripped machine may slip poles
+    ss.TDS.run()
+    t = np.asarray(ss.dae.ts.t)
+    cols: dict[str, np.ndarray] = {}
+    counters: dict[str, int] = {}
+    for bus, gid, model in gens:
+        mdl = getattr(ss, model)
+        k = counters.get(model, 0)
+        counters[model] = k + 1
+        name = f"gen{bus}_{gid}"
+        cols[f"omega[{name}]"] = ss.dae.ts.x[:, mdl.omega.a[k]]
+        cols[f"delta[{name}]"] = ss.dae.ts.x[:, mdl.delta.a[k]]
+    for k, bus in enumerate(ss.Bus.idx.v):
+        cols[f"V[bus{int(bus)}]"] = ss.dae.ts.y[:, ss.Bus.v.a[k]]
+    return t, cols, pf
+
+
+def sample(t: np.ndarray, cols: dict, times: np.ndarray, skip: tuple[float, ...]):
+    """Values at ``times`` (linear interpolation of the run; ANDES steps around each event, so its
+    points are offset from a regular grid), leaving out times within 1.5 ms of an event."""
+    keep = np.array([all(abs(g - s) > 1.5e-3 for s in skip) for g in times])
+    grid = times[keep]
+    return grid, {k: np.interp(grid, t, v) for k, v in cols.items()}
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    andes.config_logger(stream_level=40)
+    spread, power_flows = {}, {}
+    for case, (raw, dyr, spec) in CASES.items():
+        for event in ("fault", "line", "gen"):
+            skip = (T_EVENT, T_CLEAR) if event == "fault" else (T_EVENT,)
+            t1, c1, pf = run(DATA / raw, DATA / dyr, event, spec, 1e-3)
+            t2, c2, _ = run(DATA / raw, DATA / dyr, event, spec, 1.0 / 30.0)
+            power_flows[raw] = pf
+            grid, fine = sample(t1, c1, np.round(np.arange(0.0, T_END + 1e-9, 0.01), 6), skip)
+            path = OUT / f"{case}_{event}.csv"
+            with path.open("w", newline="") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(["t", *fine])
+                for i, tv in enumerate(grid):
+                    writer.writerow([f"{tv:.3f}", *(f"{fine[k][i]:.10g}" for k in fine)])
+            _, a = sample(t1, c1, t2, skip)  # the 1 ms run at the 1/30 s run's points
+            _, b = sample(t2, c2, t2, skip)
+            per = {}
+            tripped = f"gen{spec['gen'][0]}_{spec['gen'][1]}" if event == "gen" else None
+            for kind in ("omega", "delta", "V"):
+                keys = [k for k in a if k.startswith(kind + "[") and f"[{tripped}]" not in k]
+                if kind == "delta":  # relative to the first machine
+                    ref = keys[0]
+                    diff = max(np.max(np.abs((a[k] - a[ref]) - (b[k] - b[ref]))) for k in keys)
+                else:
+                    diff = max(np.max(np.abs(a[k] - b[k])) for k in keys)
+                per[kind] = float(diff)
+            spread[f"{case}_{event}"] = per
+            print(case, event, per, flush=True)
+    (OUT / "spread.json").write_text(json.dumps(spread, indent=1, sort_keys=True) + "\n")
+    for raw in POWER_FLOW_ONLY:
+        power_flows[raw] = power_flow(DATA / raw)
+    cases = {c: {"raw": r, "dyr": d, **e} for c, (r, d, e) in CASES.items()}
+    meta = {"cases": cases, "t_end": T_END, "t_event": T_EVENT, "t_clear": T_CLEAR,
+            "fault_x": FAULT_X, "andes": andes.__version__}  # fmt: skip
+    (OUT / "cases.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    (OUT / "power_flow.json").write_text(json.dumps(power_flows, indent=1, sort_keys=True) + "\n")
+    print("andes", andes.__version__, "python", sys.version.split()[0], file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""PSS/E dynamic data: records attach to machines by bus and ID, unsupported models are listed in
+one error (or left out on request with a stored warning), and every imported case starts at an
+equilibrium to 1e-8."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.psse.case import build_psse_case, convert_loads
+from models.psse.dyr import parse_dyr
+from models.psse.records import PsseError
+from tests.psse_crosscheck import DATA
+
+KUNDUR_RAW = (DATA / "kundur.raw").read_text()
+GENCLS = "".join(f"{b} 'GENCLS' 1 6.5 0.0 /\n" for b in (1, 2, 3, 4))
+
+
+def build(dyr: str, **kw):
+    return build_psse_case(KUNDUR_RAW, dyr, "kundur", raw_file="kundur.raw",
+                           dyr_file="k.dyr", **kw)  # fmt: skip
+
+
+def test_unsupported_models_are_listed_in_one_error() -> None:
+    text = (DATA / "ieee14.dyr").read_text()
+    with pytest.raises(PsseError) as err:
+        parse_dyr(text, "ieee14.dyr")
+    message = str(err.value)
+    for piece in (
+        "ESST3A (lines 9, 39, 52, 62)",
+        "EXST1 (line 24)",
+        "IEEEG1 (lines 27, 44)",
+        "IEEEST (line 35)",
+        "ST2CUT (lines 4, 19)",
+        "Supported: GENCLS, GENROU, TGOV1",
+    ):
+        assert piece in message  # fmt: skip
+
+
+def test_substitution_leaves_controllers_out_with_a_stored_warning() -> None:
+    system = build((DATA / "kundur_full.dyr").read_text(), substitute=True)
+    warnings = system.info["warnings"]
+    assert any("EXDC2 exciter at lines 4, 13, 22, 31 left out" in w for w in warnings)
+    assert any("'Toggle' record" in w and "read past" in w for w in warnings)
+    assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"
+    with pytest.raises(PsseError, match="EXDC2"):
+        build((DATA / "kundur_full.dyr").read_text())
+
+
+def test_an_unsupported_machine_cannot_be_substituted() -> None:
+    with pytest.raises(PsseError, match="GENSAL"):
+        parse_dyr("1 'GENSAL' 1 " + "1.0 " * 12 + "/\n", "g.dyr", substitute=True)
+
+
+@pytest.mark.parametrize(
+    ("dyr", "words"),
+    [
+        ("1 'GENCLS' 1 6.5 /\n", "GENCLS has 2 values (H, D); 1 given"),
+        ("1 'GENCLS' 1 6.5 abc /\n", "field D = 'abc' is not a number"),
+        ("9 'GENCLS' 1 6.5 0 /\n", "no in-service machine '1' at bus 9"),
+        ("1 'GENCLS' 1 6.5 0\n", "not ended by '/'"),
+        (GENCLS + "1 'GENCLS' 1 6.5 0 /\n", "already has a machine (GENCLS, k.dyr, line 1)"),
+        (GENCLS.replace("4 'GENCLS' 1 6.5 0.0", "4 'TGOV1' 1 0.05 0.5 1.1 0.3 1 2 0"),
+         "no machine model for the in-service generator(s) gen4_1"),
+    ],
+)  # fmt: skip
+def test_bad_records_name_file_and_line(dyr: str, words: str) -> None:
+    with pytest.raises(PsseError) as err:
+        build(dyr)
+    assert words in str(err.value)
+    assert str(err.value).startswith("k.dyr")
+
+
+def test_bad_parameter_values_name_the_record() -> None:
+    with pytest.raises(ValueError, match=r"k.dyr, line 2: GENCLS H = -1 must be > 0"):
+        build(GENCLS.replace("2 'GENCLS' 1 6.5", "2 'GENCLS' 1 -1"))
+
+
+@pytest.mark.parametrize(
+    ("raw", "dyr"),
+    [
+        ("kundur.raw", "kundur_genrou_tgov1.dyr"),
+        ("ieee14.raw", "ieee14_genrou_tgov1.dyr"),
+        ("wecc.raw", "wecc_gencls.dyr"),
+        ("npcc.raw", "npcc_full.dyr"),
+    ],
+)
+def test_imported_cases_start_at_equilibrium(raw: str, dyr: str) -> None:
+    substitute = dyr == "npcc_full.dyr"  # its IEEEX1 exciters are not supported yet
+    system = build_psse_case((DATA / raw).read_text(), (DATA / dyr).read_text(), raw,
+                             raw_file=raw, dyr_file=dyr, substitute=substitute)  # fmt: skip
+    assert system.info["init_max_abs_f"] <= 1e-8
+    assert system.info["init_max_abs_g"] <= 1e-8
+    assert len(system.names["generator"]) == system.info["n_gen"]
+    assert all(name.startswith(("delta[", "omega[", "Eq_p[", "psi_k", "Ed_p[", "Pv[", "Pt["))
+               for name in system.state_names)  # fmt: skip
+
+
+def test_load_conversion_keeps_the_operating_point() -> None:
+    s, i, y = np.array([1.0 + 0.5j]), np.array([0.2 + 0.1j]), np.array([0.1 - 0.05j])
+    vm = np.array([0.95])
+    s2, i2, y2 = convert_loads(s, i, y, vm, (0.5, 0.25, 0.0, 1.0))
+    before = s + i * vm + y * vm**2
+    after = s2 + i2 * vm + y2 * vm**2
+    assert abs(after - before)[0] < 1e-15
+    assert s2[0] == pytest.approx(0.25 + 0.0j)
+    with pytest.raises(ValueError, match="p_to_i = 1.5"):
+        convert_loads(s, i, y, vm, (1.5, 0.0, 0.0, 0.0))
