@@ -159,9 +159,34 @@ def network_names() -> list[str]:
     return sorted(NETWORKS)
 
 
-@functools.cache
+STORED_CASE_PREFIX = "case:"
+"""Networks named ``case:<id>`` are uploaded cases, built by the function installed with
+``set_stored_case_builder`` (the platform's, which reads the case store); models never reads a
+database itself."""
+_stored_case_builder: Callable[[str], DAESystem] | None = None
+
+
+def set_stored_case_builder(builder: Callable[[str], DAESystem]) -> None:
+    global _stored_case_builder
+    _stored_case_builder = builder
+
+
+def is_stored_case(name: str) -> bool:
+    return name.startswith(STORED_CASE_PREFIX)
+
+
 def build_system(name: str) -> DAESystem:
-    """The system called ``name``, built once per process; unknown names list the valid ones."""
+    """The system called ``name``, built once per process; unknown names list the valid ones.
+    An uploaded case (``case:<id>``) goes to the installed builder, which caches it per store."""
+    if is_stored_case(name):
+        if _stored_case_builder is None:
+            raise KeyError(f"network {name!r}: no case store is configured in this process")
+        return _stored_case_builder(name)
+    return _library_system(name)
+
+
+@functools.cache
+def _library_system(name: str) -> DAESystem:
     if name not in NETWORKS:
         raise KeyError(unknown_name("network", name, network_names()))
     return NETWORKS[name].builder()

@@ -186,7 +186,7 @@ def test_case_upload_is_validated_as_data(client) -> None:
     )
     assert "'x' is not a number" in refused(MATPOWER_CASE.replace("345 1 1.1", "x 1 1.1", 1))
     assert "not UTF-8" in refused(b"\xff\xfe function mpc = x")
-    assert "query.format" in refused(MATPOWER_CASE, "/cases?name=c.m&format=psse")
+    assert "query.format" in refused(MATPOWER_CASE, "/cases?name=c.m&format=gams")
     assert "query.name" in refused(MATPOWER_CASE, "/cases?name=../etc/passwd&format=matpower")
     pp_url = "/cases?name=net.json&format=pandapower"
     assert "invalid JSON" in refused("{", pp_url)

@@ -71,6 +71,8 @@ def prebuild(networks: list[str], methods: list[str] = ()) -> None:
     is logged; the runs on that network then report it themselves."""
     import time
 
+    import raptorgrid.case_store  # noqa: F401  (case:<id> networks)
+
     from models.dae import Scenario
     from models.kernels import kernels_for
     from models.library import build_system

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
+import raptorgrid.case_store  # noqa: F401  (case:<id> networks for build_system)
 from pydantic import TypeAdapter, ValidationError
 from raptorgrid import repository as repo
 from raptorgrid.db import Database
@@ -86,6 +87,7 @@ class WorkerContext:
 @cache
 def worker_context() -> WorkerContext:
     settings = get_settings()
+    raptorgrid.case_store.use_settings(settings)
     return WorkerContext(settings=settings, db=Database.from_settings(settings))
 
 

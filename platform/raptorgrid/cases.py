@@ -1,4 +1,7 @@
-"""Uploaded case files, validated as data: MATPOWER ``.m`` text or pandapower JSON.
+"""Uploaded case files, validated as data: MATPOWER ``.m`` text, pandapower JSON, or a PSS/E
+``.raw`` + ``.dyr`` pair (a JSON object ``{"raw": text, "dyr": text, "raw_file", "dyr_file",
+"substitute", "load_conversion"}``, read by ``models.psse``: parsed, power flow solved and every
+dynamic record attached and checked, nothing compiled).
 
 Nothing is executed and nothing is imported on the file's say-so: MATPOWER files are parsed as
 text (the ``mpc.baseMVA``, ``mpc.bus``, ``mpc.gen`` and ``mpc.branch`` matrices), pandapower
@@ -19,6 +22,7 @@ from typing import Any
 class CaseFormat(StrEnum):
     MATPOWER = "matpower"
     PANDAPOWER = "pandapower"
+    PSSE = "psse"
 
 
 class CaseError(ValueError):
@@ -164,10 +168,73 @@ def parse_pandapower(data: bytes) -> dict[str, Any]:
     return summary
 
 
+PSSE_KEYS = {"raw", "dyr", "raw_file", "dyr_file", "substitute", "load_conversion"}
+
+
+def parse_psse(data: bytes) -> dict[str, Any]:
+    """Check a PSS/E pair (see the module docstring); errors name the file (``raw``/``dyr``),
+    the line and the record or field."""
+    from models.psse.case import load_psse_case
+    from models.psse.records import PsseError
+
+    try:
+        document = json.loads(_text(data))
+    except json.JSONDecodeError as exc:
+        raise CaseError(("body",), f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(document, dict):
+        raise CaseError(("body",), 'expected {"raw": <.raw text>, "dyr": <.dyr text>, ...}')
+    unknown = sorted(set(document) - PSSE_KEYS)
+    if unknown:
+        raise CaseError(("body", unknown[0]), f"unknown field; valid: {sorted(PSSE_KEYS)}")
+    for key in ("raw", "dyr"):
+        if not isinstance(document.get(key), str) or not document[key].strip():
+            raise CaseError(("body", key), f"the .{key} file's text is required")
+    for key in ("raw_file", "dyr_file"):
+        if key in document and not (
+            isinstance(document[key], str) and 0 < len(document[key]) < 200
+        ):
+            raise CaseError(("body", key), "a file name of 1 to 199 characters")
+    if not isinstance(document.get("substitute", False), bool):
+        raise CaseError(("body", "substitute"), "true or false")
+    conversion = document.get("load_conversion")
+    if conversion is not None and not (
+        isinstance(conversion, list) and len(conversion) == 4
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in conversion)
+    ):  # fmt: skip
+        raise CaseError(("body", "load_conversion"), "four fractions [P->I, P->Z, Q->I, Q->Z]")
+    from raptorgrid.case_store import psse_options
+
+    options = psse_options(document)
+    names = {options["raw_file"]: "raw", options["dyr_file"]: "dyr"}
+    try:
+        case = load_psse_case(document["raw"], document["dyr"], "upload", **options)
+    except PsseError as exc:
+        where = names.get(exc.file, "raw")
+        loc = ("body", where) + ((f"line {exc.line}",) if exc.line else ())
+        raise CaseError(loc, str(exc)) from None
+    except (ValueError, RuntimeError) as exc:
+        raise CaseError(("body", "dyr"), str(exc)) from None
+    grid = case.grid
+    models = sorted(
+        {d.model.name for s in case.slots for d in (s.machine, s.exciter, s.governor) if d}
+    )
+    return {
+        "n_bus": len(grid.bus_names),
+        "n_branch": int(grid.branch_r.size),
+        "n_generator": len(grid.gen_names),
+        "models": models,
+        "raw_file": options["raw_file"],
+        "dyr_file": options["dyr_file"],
+        "warnings": list(case.warnings),
+    }
+
+
 def parse_case(data: bytes, fmt: CaseFormat) -> dict[str, Any]:
     """Validate ``data`` as ``fmt``; returns a summary to store beside the file."""
     if not data.strip():
         raise CaseError(("body",), "the file is empty")
     if fmt is CaseFormat.MATPOWER:
         return parse_matpower(data)
+    if fmt is CaseFormat.PSSE:
+        return parse_psse(data)
     return parse_pandapower(data)

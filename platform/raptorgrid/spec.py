@@ -34,8 +34,9 @@ from pydantic import (
     model_validator,
 )
 
+import raptorgrid.case_store  # noqa: F401  (case:<id> networks)
 from models.disturbances import Disturbance, NoDisturbance
-from models.library import build_system, network_names
+from models.library import STORED_CASE_PREFIX, build_system, is_stored_case, network_names
 from models.naming import unknown_name
 from raptorgrid.campaign_gen import DisturbanceGenerator
 from raptorgrid.settings import Settings
@@ -183,6 +184,12 @@ class CampaignCreate(BaseModel):
     @field_validator("network")
     @classmethod
     def _known_network(cls, value: str) -> str:
+        """A library network, or an uploaded case ``case:<id>`` (its existence is checked when
+        the campaign's disturbances are, since that needs the case store)."""
+        if is_stored_case(value):
+            if not value[len(STORED_CASE_PREFIX) :].isdigit():
+                raise ValueError("an uploaded case is named case:<id>, e.g. case:1")
+            return value
         if value not in network_names():
             raise ValueError(unknown_name("network", value, network_names()))
         return value
@@ -245,11 +252,24 @@ def _disturbance_label(disturbance: Any) -> str:
     return ":".join([disturbance.kind, *(str(v) for v in fields if v is not None)])
 
 
+def network_system(spec: CampaignCreate):  # noqa: ANN201 - a DAESystem
+    """The campaign's network, built (once per process); an uploaded case that is missing or
+    cannot be built is a ``SpecError`` on ``network``."""
+    try:
+        return build_system(spec.network)
+    except KeyError as exc:
+        raise SpecError([(("network",), str(exc.args[0]))]) from None
+    except (ValueError, RuntimeError) as exc:
+        if not is_stored_case(spec.network):
+            raise
+        raise SpecError([(("network",), f"{spec.network} cannot be built: {exc}")]) from None
+
+
 def all_disturbances(spec: CampaignCreate) -> list[Any]:
     """The explicit disturbances, then those of every generator (builds the network)."""
     out = list(spec.disturbances)
     if spec.generate:
-        system = build_system(spec.network)
+        system = network_system(spec)
         for i, generator in enumerate(spec.generate):
             try:
                 out.extend(generator.disturbances(system))
@@ -267,7 +287,7 @@ def _offending_field(disturbance: Any, exc: KeyError) -> str:
 
 def check_disturbances(spec: CampaignCreate) -> list[tuple[Loc, str]]:
     """Element names against the built network, and event times against the horizon."""
-    system = build_system(spec.network)
+    system = network_system(spec)
     errors: list[tuple[Loc, str]] = []
     for i, disturbance in enumerate(spec.disturbances):
         parts = [((), disturbance)]

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
-from raptorgrid import __version__
+from raptorgrid import __version__, case_store
 from raptorgrid.api import errors
 from raptorgrid.api.deps import bounded_path_ids
 from raptorgrid.api.limits import RequestLimits
@@ -39,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.db = Database.from_settings(settings)
+    case_store.use_settings(settings)
     app.state.stats_cache = StatsCache()
     app.state.celery = create_celery(settings)
     errors.install(app)

@@ -7,7 +7,7 @@ import logging
 
 import typer
 
-from raptorgrid.cli import campaigns, explore, results, services, tokens
+from raptorgrid.cli import campaigns, cases, explore, results, services, tokens
 
 app = typer.Typer(
     name="raptorgrid",
@@ -33,5 +33,6 @@ services.register(app)
 explore.register(app)
 tokens.register(app)
 results.register(app)
+cases.register(app)
 
 __all__ = ["app"]

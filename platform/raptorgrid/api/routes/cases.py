@@ -1,9 +1,10 @@
-"""/cases: upload a case file (MATPOWER ``.m`` or pandapower JSON) as the raw request body,
-validated as data (``raptorgrid.cases``) and stored with its summary for later campaigns."""
+"""/cases: upload a case file (MATPOWER ``.m``, pandapower JSON, or a PSS/E ``.raw`` + ``.dyr``
+pair as JSON) as the raw request body, validated as data (``raptorgrid.cases``) and stored with
+its summary. A stored PSS/E case is a network of campaigns: ``network: case:<id>``
+(``raptorgrid.case_store``)."""
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -12,8 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 from raptorgrid.api.deps import DatabaseDep, PrincipalDep, ReadAccess, SessionDep, SettingsDep
 from raptorgrid.api.errors import not_found
-from raptorgrid.cases import CaseError, CaseFormat, parse_case
-from raptorgrid.tables import CaseFile, utcnow
+from raptorgrid.case_store import case_network, store_case
+from raptorgrid.cases import CaseError, CaseFormat
+from raptorgrid.tables import CaseFile
 
 router = APIRouter(prefix="/cases", tags=["cases"], dependencies=[ReadAccess])
 
@@ -31,6 +33,15 @@ class CasePublic(BaseModel):
     summary: dict[str, Any]
     owner: str | None
     created_at: datetime
+    network: str | None = None
+    """The campaign network name of a PSS/E case (``case:<id>``); None for other formats."""
+
+    @classmethod
+    def of(cls, row: CaseFile) -> CasePublic:
+        public = cls.model_validate(row)
+        if row.format == CaseFormat.PSSE:
+            public.network = case_network(row.id)
+        return public
 
 
 def _refused(loc: list[str | int], message: str, status: int = 422) -> HTTPException:
@@ -77,28 +88,18 @@ async def upload_case(
     settings: SettingsDep,
     principal: PrincipalDep,
     name: Annotated[str, Query(pattern=NAME_PATTERN, description="a file-like name")],
-    format: Annotated[CaseFormat, Query(description="matpower (.m text) or pandapower (JSON)")],
+    format: Annotated[
+        CaseFormat,
+        Query(description="matpower (.m text), pandapower (JSON) or psse (JSON raw/dyr pair)"),
+    ],
 ) -> CasePublic:
     """Store a case file after validating it; nothing in it is executed."""
     data = await _read_limited(request, settings.max_case_bytes)
     try:
-        summary = parse_case(data, format)
+        row = store_case(db, name=name, fmt=format, data=data, owner=principal.owner)
     except CaseError as exc:
         raise _refused(list(exc.loc), exc.message) from None
-    with db.write() as session:
-        row = CaseFile(
-            name=name,
-            format=format.value,
-            sha256=hashlib.sha256(data).hexdigest(),
-            size_bytes=len(data),
-            content=data.decode("utf-8"),
-            summary=summary,
-            owner=principal.owner,
-            created_at=utcnow(),
-        )
-        session.add(row)
-        session.flush()
-        return CasePublic.model_validate(row)
+    return CasePublic.of(row)
 
 
 @router.get("/{case_id}", response_model=CasePublic)
@@ -106,4 +107,4 @@ def read_case(case_id: int, session: SessionDep) -> CasePublic:
     row = session.get(CaseFile, case_id)
     if row is None:
         raise not_found("case", case_id)
-    return CasePublic.model_validate(row)
+    return CasePublic.of(row)
