@@ -43,7 +43,7 @@ def main() -> None:
         print(json.dumps({"method": args.method, "rtol": args.rtol, "load": load_average(),
                           "rows": rows}, indent=1))  # fmt: skip
         return
-    print(f"{args.method} rtol {args.rtol:g} against ANDES 1 ms; load average {load_average()}")
+    print(f"{args.method} rtol {args.rtol:g} against ANDES 1 ms; {load_average()}")
     head = " | ".join(f"{k} ours / ANDES spread" for k in KINDS)
     print(f"| case | event | {head} | worst ratio |")
     print("|---|---|" + "---|" * (len(KINDS) + 1))
