@@ -32,7 +32,7 @@ def test_unsupported_models_are_listed_in_one_error() -> None:
         "IEEEG1 (lines 27, 44)",
         "IEEEST (line 35)",
         "ST2CUT (lines 4, 19)",
-        "Supported: GENCLS, GENROU, TGOV1",
+        "Supported: GENCLS, GENROU, SEXS, TGOV1",
     ):
         assert piece in message  # fmt: skip
 
@@ -80,6 +80,7 @@ def test_bad_parameter_values_name_the_record() -> None:
     ("raw", "dyr"),
     [
         ("kundur.raw", "kundur_genrou_tgov1.dyr"),
+        ("kundur.raw", "kundur_sexs_tgov1.dyr"),
         ("ieee14.raw", "ieee14_genrou_tgov1.dyr"),
         ("wecc.raw", "wecc_gencls.dyr"),
         ("npcc.raw", "npcc_full.dyr"),
@@ -92,7 +93,8 @@ def test_imported_cases_start_at_equilibrium(raw: str, dyr: str) -> None:
     assert system.info["init_max_abs_f"] <= 1e-8
     assert system.info["init_max_abs_g"] <= 1e-8
     assert len(system.names["generator"]) == system.info["n_gen"]
-    assert all(name.startswith(("delta[", "omega[", "Eq_p[", "psi_k", "Ed_p[", "Pv[", "Pt["))
+    assert all(name.startswith(("delta[", "omega[", "Eq_p[", "psi_k", "Ed_p[", "Pv[", "Pt[",
+                                "xl[", "Efd["))
                for name in system.state_names)  # fmt: skip
 
 

@@ -20,7 +20,7 @@ from models.psse.records import PsseError, split_record
 
 KNOWN_UNSUPPORTED_ROLES = {
     "EXST1": "exciter", "ESST3A": "exciter", "IEEEX1": "exciter", "ESDC2A": "exciter",
-    "EXDC2": "exciter", "SEXS": "exciter", "IEEET1": "exciter", "ESST1A": "exciter",
+    "EXDC2": "exciter", "IEEET1": "exciter", "ESST1A": "exciter",
     "ESAC1A": "exciter", "EXAC1": "exciter", "SCRX": "exciter", "IEEEG1": "governor",
     "GAST": "governor", "HYGOV": "governor", "GGOV1": "governor", "IEESGO": "governor",
     "IEEEST": "stabilizer", "ST2CUT": "stabilizer", "PSS2A": "stabilizer", "PSS2B": "stabilizer",
