@@ -108,3 +108,21 @@ def test_load_conversion_keeps_the_operating_point() -> None:
     assert s2[0] == pytest.approx(0.25 + 0.0j)
     with pytest.raises(ValueError, match="p_to_i = 1.5"):
         convert_loads(s, i, y, vm, (1.5, 0.0, 0.0, 0.0))
+
+
+def test_every_campaign_generator_runs_on_an_imported_case() -> None:
+    """N-1, a fault at every bus and every generator trip on the imported Kundur case: each
+    scenario is valid and one of each kind integrates (Radau)."""
+    from raptorgrid.campaign_gen import BranchTrips, BusFaults, GeneratorTrips
+
+    from models.scenarios import make_scenario
+    from solvers import solve
+
+    system = build((DATA / "kundur_sexs_tgov1.dyr").read_text())
+    for generator, count in ((BranchTrips(t=0.1), 15), (BusFaults(t_fault=0.1), 10),
+                             (GeneratorTrips(t=0.1), 4)):  # fmt: skip
+        disturbances = generator.disturbances(system)
+        assert len(disturbances) == count
+        scenarios = [make_scenario(system, d, t_end=0.5, n_eval=11) for d in disturbances]
+        result = solve(system, scenarios[-1], "radau", rtol=1e-5)
+        assert result.succeeded, result.message
