@@ -32,7 +32,7 @@ def test_unsupported_models_are_listed_in_one_error() -> None:
         "IEEEG1 (lines 27, 44)",
         "IEEEST (line 35)",
         "ST2CUT (lines 4, 19)",
-        "Supported: GENCLS, GENROU, SEXS, TGOV1",
+        "Supported: GENCLS, GENROU, IEEEX1, SEXS, TGOV1",
     ):
         assert piece in message  # fmt: skip
 
@@ -87,14 +87,13 @@ def test_bad_parameter_values_name_the_record() -> None:
     ],
 )
 def test_imported_cases_start_at_equilibrium(raw: str, dyr: str) -> None:
-    substitute = dyr == "npcc_full.dyr"  # its IEEEX1 exciters are not supported yet
     system = build_psse_case((DATA / raw).read_text(), (DATA / dyr).read_text(), raw,
-                             raw_file=raw, dyr_file=dyr, substitute=substitute)  # fmt: skip
+                             raw_file=raw, dyr_file=dyr)  # fmt: skip
     assert system.info["init_max_abs_f"] <= 1e-8
     assert system.info["init_max_abs_g"] <= 1e-8
     assert len(system.names["generator"]) == system.info["n_gen"]
     assert all(name.startswith(("delta[", "omega[", "Eq_p[", "psi_k", "Ed_p[", "Pv[", "Pt[",
-                                "xl[", "Efd["))
+                                "xl[", "Efd[", "Vc[", "VR[", "xf["))
                for name in system.state_names)  # fmt: skip
 
 
@@ -126,3 +125,36 @@ def test_every_campaign_generator_runs_on_an_imported_case() -> None:
         scenarios = [make_scenario(system, d, t_end=0.5, n_eval=11) for d in disturbances]
         result = solve(system, scenarios[-1], "radau", rtol=1e-5)
         assert result.succeeded, result.message
+
+
+IEEEX1_RECORD = (
+    "21 'IEEEX1' 1 {TR} 50 0.06 {TB} 0 1.0 -1.0 {KE} 0.5 0.08 1.0 0 2.0 0.0016 3.0 1.73 /\n"
+)
+
+
+def test_ieeex1_bypasses_zero_time_constants_and_refuses_ke_zero() -> None:
+    """A zero TR (or TB) removes the block, as PSS/E does: the states of the bypassed blocks
+    stay put at the equilibrium and the two forms give the same derivative there."""
+    import jax.numpy as jnp
+
+    from models.devices import IEEEX1
+    from models.devices.ieeex1 import PARAMS
+
+    def params(tr: float, tb: float, ke: float) -> dict:
+        values = [float(v) for v in IEEEX1_RECORD.format(TR=tr, TB=tb, KE=ke).split()[3:-1]]
+        return {k: np.array([v]) for k, v in zip(PARAMS, values, strict=True)}
+
+    for tr, tb in ((0.0, 0.0), (0.02, 0.5)):
+        p = params(tr, tb, -0.02)
+        assert IEEEX1.check(p) == []
+        init = IEEEX1.init(np.array([2.1]), np.array([1.02]), p)
+        p.update(sat_a=init["sat_a"], sat_b=init["sat_b"])
+        xs = tuple(jnp.asarray(init[s]) for s in IEEEX1.states)
+        d = IEEEX1.derivatives(xs, 1.02, init["vref"], 0.0, p)
+        assert max(abs(float(v[0])) for v in d) < 1e-12
+        moved = IEEEX1.derivatives(xs, 1.0, init["vref"], 0.0, p)  # a 0.02 pu voltage dip
+        if tr == 0:  # bypassed transducer: the regulator sees the dip at once
+            assert float(moved[0][0]) == 0.0 and float(moved[2][0]) > 0
+        else:  # the transducer lags it
+            assert float(moved[0][0]) == pytest.approx(-0.02 / tr) and float(moved[2][0]) == 0
+    assert [name for name, _, _ in IEEEX1.check(params(0.0, 0.0, 0.0))] == ["KE"]

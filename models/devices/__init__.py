@@ -6,10 +6,11 @@ one ``DAESystem``."""
 from models.devices.base import DeviceModel
 from models.devices.gencls import GENCLS
 from models.devices.genrou import GENROU
+from models.devices.ieeex1 import IEEEX1
 from models.devices.sexs import SEXS
 from models.devices.tgov1 import TGOV1
 
-MODELS: dict[str, DeviceModel] = {m.name: m for m in (GENCLS, GENROU, SEXS, TGOV1)}
+MODELS: dict[str, DeviceModel] = {m.name: m for m in (GENCLS, GENROU, IEEEX1, SEXS, TGOV1)}
 """Supported ``.dyr`` model names -> models."""
 
-__all__ = ["MODELS", "DeviceModel"]
+__all__ = ["GENCLS", "GENROU", "IEEEX1", "MODELS", "SEXS", "TGOV1", "DeviceModel"]

@@ -41,16 +41,20 @@ class DeviceModel:
     torque: Callable | None = None
 
 
-def quadratic_saturation(s10, s12):
-    """(A, B) of PSS/E's quadratic saturation Se(x) = B (x - A)^2 / x (x > A), fitted through
-    Se(1.0) = S(1.0) and Se(1.2) = S(1.2) (pu flux); (0, 0) where S(1.0) = 0 (no saturation)."""
-    s10, s12 = np.asarray(s10, float), np.asarray(s12, float)
-    on = s10 > 0
-    safe10 = np.where(on, s10, 1.0)
-    r = np.sqrt(np.where(on, 1.2 * s12 / safe10, 4.0))
-    a = np.where(on, (1.2 - r) / (1.0 - r + (r == 1.0)), 0.0)
-    b = np.where(on, safe10 / (1.0 - a) ** 2, 0.0)
+def quadratic_through(x1, s1, x2, s2):
+    """(A, B) of PSS/E's quadratic saturation Se(x) = B (x - A)^2 / x (x > A) through Se(x1) =
+    s1 and Se(x2) = s2 (0 < x1 < x2, 0 <= s1 < s2 x2 / x1); (0, 0) where s1 = s2 = 0 (none)."""
+    x1, s1, x2, s2 = (np.asarray(v, float) for v in (x1, s1, x2, s2))
+    on = (s1 > 0) | (s2 > 0)
+    ratio = np.sqrt(np.where(on, s1 * x1 / np.where(on, s2 * x2, 1.0), 0.0))
+    a = np.where(on, (ratio * x2 - x1) / np.where(on, ratio - 1.0, 1.0), 0.0)
+    b = np.where(on, s2 * x2 / np.where(on, (x2 - a) ** 2, 1.0), 0.0)
     return a, b
+
+
+def quadratic_saturation(s10, s12):
+    """(A, B) of a machine's saturation through Se(1.0) = S(1.0), Se(1.2) = S(1.2)."""
+    return quadratic_through(1.0, s10, 1.2, s12)
 
 
 def saturation(x, a, b):
@@ -66,6 +70,23 @@ def non_windup(derivative, state, low, high):
     at_high = (state >= high) & (derivative > 0)
     at_low = (state <= low) & (derivative < 0)
     return jnp.where(at_high | at_low, 0.0, derivative)
+
+
+def lag(state, value, t):
+    """(derivative, output) of a first-order lag 1 / (1 + s T) on ``value``, bypassed where
+    T = 0 (PSS/E: a zero time constant removes the block; its state stays at its initial value
+    and the output is the input)."""
+    on = t > 0
+    return jnp.where(on, (value - state) / jnp.where(on, t, 1.0), 0.0), jnp.where(on, state, value)
+
+
+def lead_lag(state, value, t_lead, t_lag):
+    """(derivative, output) of (1 + s T_lead) / (1 + s T_lag), bypassed where T_lag = 0."""
+    on = t_lag > 0
+    safe = jnp.where(on, t_lag, 1.0)
+    ratio = t_lead / safe
+    out = ratio * value + (1.0 - ratio) * state
+    return jnp.where(on, (value - state) / safe, 0.0), jnp.where(on, out, value)
 
 
 def problems_where(mask, field: str, reason: str) -> list[tuple[str, int, str]]:

@@ -14,8 +14,8 @@ polar Newton-Raphson on the nodal power balance with PSS/E's load model (constan
 current and constant admittance parts, each at the bus voltage magnitude), swing bus at its
 raw voltage, generator buses holding VS (their own bus; a remote IREG is held at the raw's solved
 voltage instead, noted), generator reactive limits reported, not enforced (as ANDES does; PSS/E
-would switch the bus to PQ). Several machines on one bus share the bus's reactive power (and the
-swing bus's active power beyond their PG) in proportion to MBASE.
+would switch the bus to PQ). Several machines on one bus keep the raw file's split of its
+reactive power (``_share``).
 """
 
 from __future__ import annotations
@@ -75,6 +75,8 @@ class PsseNetwork:
     """(raw bus number, machine ID) per generator: how ``.dyr`` records name machines."""
     gen_mbase: np.ndarray
     gen_p_spec: np.ndarray
+    gen_q_raw: np.ndarray
+    """QG of the raw file (pu): PSS/E's own split of a bus's reactive power among its machines."""
     gen_zsource: np.ndarray
     """ZR + jZX, pu on MBASE (PSS/E's source impedance)."""
     v_set: np.ndarray
@@ -227,6 +229,7 @@ def build_network(case: RawCase) -> PsseNetwork:
         gen_ids=tuple((g.bus, g.id) for g in gens),
         gen_mbase=np.array([g.mbase for g in gens]),
         gen_p_spec=np.array([g.pg for g in gens]) / base,
+        gen_q_raw=np.array([g.qg for g in gens]) / base,
         gen_zsource=np.array([complex(g.zr, g.zx) for g in gens]),
         v_set=v_set,
         v_start=np.where(np.isnan(v_set), np.abs(v_raw), v_set) * np.exp(1j * np.angle(v_raw)),
@@ -326,8 +329,11 @@ def solve_power_flow(net: PsseNetwork, tolerance: float = PF_TOLERANCE) -> PsseS
 
 
 def _share(net: PsseNetwork, s_bus: np.ndarray, pv: np.ndarray) -> np.ndarray:
-    """Each machine's P + jQ: PG as specified (the swing bus's machines share the rest), Q
-    shared by MBASE."""
+    """Each machine's P + jQ. P: PG as specified; the swing bus's machines share the rest by
+    MBASE. Q: the raw file's QG (PSS/E's split among the machines of a bus) plus a share by MBASE
+    of what the solved bus needs beyond their sum (1e-5 pu on the cases checked: the raw files'
+    rounding)."""
+    del pv
     out = np.zeros(net.gen_bus.size, dtype=complex)
     for k in np.unique(net.gen_bus):
         members = np.flatnonzero(net.gen_bus == k)
@@ -335,7 +341,8 @@ def _share(net: PsseNetwork, s_bus: np.ndarray, pv: np.ndarray) -> np.ndarray:
         p = net.gen_p_spec[members].copy()
         if k == net.swing:
             p = p + (s_bus[k].real - p.sum()) * share
-        out[members] = p + 1j * s_bus[k].imag * share
+        q = net.gen_q_raw[members] + (s_bus[k].imag - net.gen_q_raw[members].sum()) * share
+        out[members] = p + 1j * q
     return out
 
 
