@@ -158,3 +158,17 @@ def test_ieeex1_bypasses_zero_time_constants_and_refuses_ke_zero() -> None:
         else:  # the transducer lags it
             assert float(moved[0][0]) == pytest.approx(-0.02 / tr) and float(moved[2][0]) == 0
     assert [name for name, _, _ in IEEEX1.check(params(0.0, 0.0, 0.0))] == ["KE"]
+
+
+def test_ieee39_spreadsheet_data_violate_genrou_leakage_rule() -> None:
+    """``ieee39_full.raw``/``.dyr`` are written from ANDES's ieee39_full.xlsx (and checked value by
+    value) by ``tests/data/psse/ieee39_from_xlsx.py``. Nine of its ten GENROU machines have
+    X''d below Xl (X''d copied from the raw's ZSORCE, e.g. 0.00792 pu against Xl 0.125), which
+    PSS/E's GENROU does not admit: the pair is refused naming each record."""
+    with pytest.raises(ValueError) as err:
+        build_psse_case((DATA / "ieee39_full.raw").read_text(),
+                        (DATA / "ieee39_full.dyr").read_text(), "ieee39",
+                        raw_file="ieee39_full.raw", dyr_file="ieee39_full.dyr")  # fmt: skip
+    message = str(err.value)
+    assert message.count("must be > Xl") == 9
+    assert "ieee39_full.dyr, line 1: GENROU Xd_pp = 0.00792 must be > Xl" in message
