@@ -38,13 +38,17 @@ def test_unsupported_models_are_listed_in_one_error() -> None:
 
 
 def test_substitution_leaves_controllers_out_with_a_stored_warning() -> None:
-    system = build((DATA / "kundur_full.dyr").read_text(), substitute=True)
+    raw, dyr = (DATA / "ieee14.raw").read_text(), (DATA / "ieee14.dyr").read_text()
+    system = build_psse_case(raw, dyr, "ieee14", raw_file="ieee14.raw", dyr_file="ieee14.dyr",
+                             substitute=True)  # fmt: skip
     warnings = system.info["warnings"]
-    assert any("EXDC2 exciter at lines 4, 13, 22, 31 left out" in w for w in warnings)
+    assert any("ESST3A exciter at lines 9, 39, 52, 62 left out" in w for w in warnings)
+    assert any("ST2CUT stabilizer at lines 4, 19 left out" in w for w in warnings)
     assert any("'Toggle' record" in w and "read past" in w for w in warnings)
     assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"
-    with pytest.raises(PsseError, match="EXDC2"):
-        build((DATA / "kundur_full.dyr").read_text())
+    assert system.info["generator_models"]["gen2_1"] == "GENROU"  # its IEEEG1 left out too
+    with pytest.raises(PsseError, match="ESST3A"):
+        build_psse_case(raw, dyr, "ieee14", raw_file="ieee14.raw", dyr_file="ieee14.dyr")
 
 
 def test_an_unsupported_machine_cannot_be_substituted() -> None:

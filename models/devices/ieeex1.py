@@ -1,19 +1,23 @@
-"""IEEEX1: IEEE Type DC1 excitation system (DC commutator exciter with rate feedback).
+"""IEEEX1: DC commutator exciter with rate feedback (IEEE type DC1).
 
 Source: Siemens PTI, *PSS(R)E Model Library*, "IEEEX1" (CONs TR, KA, TA, TB, TC, VRMAX, VRMIN,
 KE, TE, KF, TF1, Switch, E1, SE(E1), E2, SE(E2)); IEEE Std 421.5 type DC1A. Per unit field
 voltage on the machine's base; time in s. A zero TR, or TB, removes its block (the input passes
-through), as in PSS/E.
+through), as in PSS/E. (EXDC2, the same CONs with limits VRMAX VT and VRMIN VT, is not supported:
+with limits that move with VT the derivative-gating limiter chatters, see ``docs/models.md``.)
 
     TR dVc/dt = Vt - Vc                                     (voltage transducer)
     u = Vref - Vc + Vs - VF,   VF = KF (Efd - xf) / TF1      (rate feedback s KF / (1 + s TF1))
     TB dxl/dt = u - xl,  y = (TC/TB) u + (1 - TC/TB) xl        (lead-lag)
-    TA dVR/dt = KA y - VR,   VRMIN <= VR <= VRMAX            (non-windup)
+    TA dVR/dt = KA y - VR,   VRMIN <= VR <= VRMAX              (non-windup)
     TE dEfd/dt = VR - (KE + SE(Efd)) Efd                    (exciter; SE quadratic through
                                                              (E1, SE(E1)), (E2, SE(E2)))
     TF1 dxf/dt = Efd - xf
 
-Initialization from Efd0: VR = (KE + SE(Efd0)) Efd0 (must lie within its limits), y = VR / KA,
+E1 = 0 or E2 = 0 means no saturation (the data convention ANDES documents; read literally,
+Kundur's EXDC2 data E1 = 0, SE(E1) = 0, E2 = 1, SE(E2) = 1 would put every regulator's initial
+output above VRMAX). Initialization
+from Efd0: VR = (KE + SE(Efd0)) Efd0 (must lie within its limits), y = VR / KA,
 xl = u = y, xf = Efd0, Vc = Vt, Vref = Vt + u. KE = 0 (PSS/E then computes KE at
 initialization) and Switch != 0 are refused.
 """
@@ -38,6 +42,7 @@ PARAMS = ("TR", "KA", "TA", "TB", "TC", "VRMAX", "VRMIN", "KE", "TE", "KF", "TF1
 
 
 def _check(p) -> list:
+    """Values the model cannot use (PSS/E's rules, see the module docstring)."""
     out = problems_where(p["TR"] < 0, "TR", "must be >= 0 (s)")
     out += problems_where(p["TB"] < 0, "TB", "must be >= 0 (s)")
     out += problems_where((p["TB"] == 0) & (p["TC"] != 0), "TC", "must be 0 when TB = 0")
@@ -47,7 +52,7 @@ def _check(p) -> list:
     out += problems_where(p["KE"] == 0, "KE", "= 0 (computed at initialization) is not supported")
     out += problems_where(p["Switch"] != 0, "Switch", "must be 0")
     out += problems_where(~(p["VRMAX"] > p["VRMIN"]), "VRMAX", "must be > VRMIN")
-    sat = (p["SE1"] > 0) | (p["SE2"] > 0)
+    sat = ((p["SE1"] > 0) | (p["SE2"] > 0)) & (p["E1"] != 0) & (p["E2"] != 0)
     out += problems_where(sat & ~((p["E1"] > 0) & (p["E2"] > p["E1"])), "E2",
                           "saturation needs 0 < E1 < E2")  # fmt: skip
     out += problems_where(sat & ~(p["SE2"] * p["E2"] > p["SE1"] * p["E1"]), "SE2",
@@ -55,43 +60,58 @@ def _check(p) -> list:
     return out
 
 
-def _init(efd, vt, p) -> dict:
-    a, b = quadratic_through(p["E1"], p["SE1"], p["E2"], p["SE2"])
-    vr = (p["KE"] + saturation(np.asarray(efd, float), a, b)) * efd
-    outside = (vr < p["VRMIN"]) | (vr > p["VRMAX"])
-    if outside.any():
-        raise ValueError(
-            f"IEEEX1: initial regulator output VR = {vr[outside]} outside [VRMIN, VRMAX] = "
-            f"[{p['VRMIN'][outside]}, {p['VRMAX'][outside]}]"
-        )
-    y = vr / p["KA"]
-    return {"Vc": vt, "xl": y, "VR": vr, "Efd": efd, "xf": efd, "vref": vt + y,
-            "sat_a": a, "sat_b": b}  # fmt: skip
+def _make_init(name: str):
+    def init(efd, vt, p) -> dict:
+        none = (p["E1"] == 0) | (p["E2"] == 0)
+        a, b = quadratic_through(p["E1"], np.where(none, 0.0, p["SE1"]), p["E2"],
+                                 np.where(none, 0.0, p["SE2"]))  # fmt: skip
+        vr = (p["KE"] + saturation(np.asarray(efd, float), a, b)) * efd
+        low, high = p["VRMIN"], p["VRMAX"]
+        outside = (vr < low) | (vr > high)
+        if outside.any():
+            raise ValueError(
+                f"{name}: initial regulator output VR = {vr[outside]} outside its limits "
+                f"[{np.broadcast_to(low, vr.shape)[outside]}, "
+                f"{np.broadcast_to(high, vr.shape)[outside]}]"
+            )
+        y = vr / p["KA"]
+        return {"Vc": vt, "xl": y, "VR": vr, "Efd": efd, "xf": efd, "vref": vt + y,
+                "sat_a": a, "sat_b": b}  # fmt: skip
+
+    return init
 
 
-def _derivatives(xs, vt, vref, vs, p):
-    vc, xl, vr, efd, xf = xs
-    d_vc, vc_out = lag(vc, vt, p["TR"])
-    u = vref - vc_out + vs - p["KF"] * (efd - xf) / p["TF1"]
-    d_xl, y = lead_lag(xl, u, p["TC"], p["TB"])
-    d_vr = non_windup((p["KA"] * y - vr) / p["TA"], vr, p["VRMIN"], p["VRMAX"])
-    se = saturation(efd, p["sat_a"], p["sat_b"])
-    d_efd = (jnp.clip(vr, p["VRMIN"], p["VRMAX"]) - (p["KE"] + se) * efd) / p["TE"]
-    return d_vc, d_xl, d_vr, d_efd, (efd - xf) / p["TF1"]
+def _make_derivatives():
+    def derivatives(xs, vt, vref, vs, p):
+        vc, xl, vr, efd, xf = xs
+        d_vc, vc_out = lag(vc, vt, p["TR"])
+        u = vref - vc_out + vs - p["KF"] * (efd - xf) / p["TF1"]
+        d_xl, y = lead_lag(xl, u, p["TC"], p["TB"])
+        low, high = p["VRMIN"], p["VRMAX"]
+        d_vr = non_windup((p["KA"] * y - vr) / p["TA"], vr, low, high)
+        se = saturation(efd, p["sat_a"], p["sat_b"])
+        d_efd = (jnp.clip(vr, low, high) - (p["KE"] + se) * efd) / p["TE"]
+        return d_vc, d_xl, d_vr, d_efd, (efd - xf) / p["TF1"]
+
+    return derivatives
 
 
 def _output(xs, p):
     return xs[3]
 
 
-IEEEX1 = DeviceModel(
-    name="IEEEX1",
-    role="exciter",
-    params=PARAMS,
-    states=("Vc", "xl", "VR", "Efd", "xf"),
-    source="PSS(R)E Model Library, IEEEX1",
-    check=_check,
-    init=_init,
-    derivatives=_derivatives,
-    output=_output,
-)
+def _model(name: str) -> DeviceModel:
+    return DeviceModel(
+        name=name,
+        role="exciter",
+        params=PARAMS,
+        states=("Vc", "xl", "VR", "Efd", "xf"),
+        source=f"PSS(R)E Model Library, {name}",
+        check=_check,
+        init=_make_init(name),
+        derivatives=_make_derivatives(),
+        output=_output,
+    )
+
+
+IEEEX1 = _model("IEEEX1")

@@ -24,6 +24,7 @@ import csv
 import json
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import andes
@@ -81,8 +82,19 @@ def machines(dyr: Path) -> list[tuple[int, str, str]]:
     return out
 
 
+def device_records_only(dyr: Path, folder: Path) -> Path:
+    """A copy of ``dyr`` without ANDES's event records (``Line 'Toggle' ...``): the events of a
+    reference run are the ones this script adds."""
+    kept = [r for r in dyr.read_text().split("/") if r.split() and r.split()[0].isdigit()]
+    out = folder / dyr.name
+    out.write_text("/\n".join(r.strip("\n") for r in kept) + "/\n")
+    return out
+
+
 def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
-    ss = andes.load(str(raw), addfile=str(dyr), setup=False, default_config=True, no_output=True)
+    with tempfile.TemporaryDirectory() as folder:
+        ss = andes.load(str(raw), addfile=str(device_records_only(dyr, Path(folder))),
+                        setup=False, default_config=True, no_output=True)  # fmt: skip
     gens = machines(dyr)
     if event == "fault":
         ss.add(
