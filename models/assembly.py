@@ -236,7 +236,7 @@ def assemble(grid: Grid, slots: Sequence[GeneratorSlot], description: str = "") 
         efd, tm = p["efd0"], p["tm0"]
         for grp in groups["exciter"]:
             view = _view(p, grp.model.name, grp.params)
-            efd = efd.at[grp.gens].set(grp.model.output(states_of(x, grp), view))
+            efd = efd.at[grp.gens].set(grp.model.output(states_of(x, grp), vt[grp.gens], view))
         for grp in groups["governor"]:
             view = _view(p, grp.model.name, grp.params)
             tm = tm.at[grp.gens].set(grp.model.output(states_of(x, grp), omega[grp.gens], view))

@@ -24,7 +24,7 @@ KUNDUR = {
     "dyr_file": "kundur_genrou_tgov1.dyr",
 }
 URL = "/cases?name=kundur&format=psse"
-EXST1 = "1 'EXST1' 1 0.02 99 -99 0 0.02 50 0.02 9999 -9999 0 0.01 1.0 /\n"
+ESST3A = "1 'ESST3A' 1 0.02 0.2 -0.2 8.0 1.0 /\n"
 """An exciter model not supported yet, for machine 1 (line 21 of the pair's .dyr)."""
 
 
@@ -54,8 +54,8 @@ def test_bad_pairs_are_refused_naming_file_line_and_record(make_settings) -> Non
         loc, msg = refused({**KUNDUR, "raw": bad_raw})
         assert loc == ["body", "raw", "line 24"]
         assert msg == "kundur.raw, line 24 (branch data): field X = 'oops' is not a number"
-        loc, msg = refused({**KUNDUR, "dyr": KUNDUR["dyr"] + EXST1})
-        assert loc == ["body", "dyr"] and "EXST1 (line 21)" in msg
+        loc, msg = refused({**KUNDUR, "dyr": KUNDUR["dyr"] + ESST3A})
+        assert loc == ["body", "dyr"] and "ESST3A (line 21)" in msg
         loc, msg = refused({**KUNDUR, "dyr": "1 'GENROU' 1 8 0.03 /\n"})
         assert loc == ["body", "dyr", "line 1"] and "GENROU has 14 values" in msg
         loc, _ = refused({**KUNDUR, "substitute": "yes"})
@@ -66,14 +66,14 @@ def test_bad_pairs_are_refused_naming_file_line_and_record(make_settings) -> Non
 
         substituted = client.post(
             URL,
-            content=json.dumps({**KUNDUR, "dyr": KUNDUR["dyr"] + EXST1, "substitute": True}),
+            content=json.dumps({**KUNDUR, "dyr": KUNDUR["dyr"] + ESST3A, "substitute": True}),
         )
         assert substituted.status_code == 201, substituted.text
         body = substituted.json()
         assert body["network"] == f"case:{body['id']}"
         assert body["summary"]["models"] == ["GENROU", "TGOV1"]
         warnings = body["summary"]["warnings"]
-        assert any("EXST1 exciter at lines 21 left out" in w for w in warnings), warnings
+        assert any("ESST3A exciter at lines 21 left out" in w for w in warnings), warnings
         missing = client.post("/campaigns", json={**SPEC, "network": "case:999"})
         assert missing.status_code == 422, missing.text
         assert missing.json()["detail"][0]["loc"][-1] == "network"

@@ -26,13 +26,12 @@ def test_unsupported_models_are_listed_in_one_error() -> None:
     with pytest.raises(PsseError) as err:
         parse_dyr(text, "ieee14.dyr")
     message = str(err.value)
+    assert "EXST1 (" not in message and "IEEEG1 (" not in message  # supported
     for piece in (
         "ESST3A (lines 9, 39, 52, 62)",
-        "EXST1 (line 24)",
-        "IEEEG1 (lines 27, 44)",
         "IEEEST (line 35)",
         "ST2CUT (lines 4, 19)",
-        "Supported: GENCLS, GENROU, IEEEX1, SEXS, TGOV1",
+        "Supported: EXST1, GENCLS, GENROU, IEEEG1, IEEEX1, SEXS, TGOV1",
     ):
         assert piece in message  # fmt: skip
 
@@ -46,7 +45,7 @@ def test_substitution_leaves_controllers_out_with_a_stored_warning() -> None:
     assert any("ST2CUT stabilizer at lines 4, 19 left out" in w for w in warnings)
     assert any("'Toggle' record" in w and "read past" in w for w in warnings)
     assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"
-    assert system.info["generator_models"]["gen2_1"] == "GENROU"  # its IEEEG1 left out too
+    assert system.info["generator_models"]["gen2_1"] == "GENROU+EXST1+IEEEG1"
     with pytest.raises(PsseError, match="ESST3A"):
         build_psse_case(raw, dyr, "ieee14", raw_file="ieee14.raw", dyr_file="ieee14.dyr")
 
@@ -85,6 +84,7 @@ def test_bad_parameter_values_name_the_record() -> None:
     [
         ("kundur.raw", "kundur_genrou_tgov1.dyr"),
         ("kundur.raw", "kundur_sexs_tgov1.dyr"),
+        ("ieee14.raw", "ieee14_exst1_ieeeg1.dyr"),
         ("ieee14.raw", "ieee14_genrou_tgov1.dyr"),
         ("wecc.raw", "wecc_gencls.dyr"),
         ("npcc.raw", "npcc_full.dyr"),
@@ -97,7 +97,8 @@ def test_imported_cases_start_at_equilibrium(raw: str, dyr: str) -> None:
     assert system.info["init_max_abs_g"] <= 1e-8
     assert len(system.names["generator"]) == system.info["n_gen"]
     assert all(name.startswith(("delta[", "omega[", "Eq_p[", "psi_k", "Ed_p[", "Pv[", "Pt[",
-                                "xl[", "Efd[", "Vc[", "VR[", "xf["))
+                                "xl[", "Efd[", "Vc[", "VR[", "xf[", "VA[", "xll[", "GV[",
+                                "x1[", "x2[", "x3[", "x4["))
                for name in system.state_names)  # fmt: skip
 
 

@@ -53,7 +53,7 @@ def stack(make_settings, postgres_url, redis_url, redis_queue, start_worker):
         yield settings, worker, client
 
 
-def finished(client, campaign_id: int, worker, wait_until, timeout: float = 150) -> dict:  # noqa: ANN001
+def finished(client, campaign_id: int, worker, wait_until, timeout: float = 300) -> dict:  # noqa: ANN001
     def done() -> bool:
         assert worker.process.poll() is None, worker.log()[-3000:]
         return client.get(f"/campaigns/{campaign_id}").json()["finished_at"] is not None

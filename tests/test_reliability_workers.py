@@ -137,7 +137,7 @@ def test_killed_workers_lose_and_duplicate_nothing(
                     break
             time.sleep(0.05)
         assert len(killed) == to_kill, f"killed only {killed}\n{worker.log()[-3000:]}"
-        campaign, runs, metrics = wait_finished(settings, campaign_id, 180, worker, wait_until)
+        campaign, runs, metrics = wait_finished(settings, campaign_id, 300, worker, wait_until)
     assert worker.process.poll() is None  # the worker itself survived and respawned its pool
     assert_complete_once(settings, campaign_id, runs, metrics)
     attempts = {r.id: r.attempts for r in runs}

@@ -9,7 +9,7 @@ states are a tuple of arrays in ``states`` order. The *role* fixes the signature
   omega_s)``, ``stator(xs, vd, vq, Id, Iq, p) -> (res_d, res_q)``, ``torque(xs, Id, Iq, p)``,
   ``delta`` and ``omega`` the positions of those states.
 * ``exciter``: ``init(efd, vt, p) -> dict`` (states and ``vref``), ``derivatives(xs, vt, vref,
-  vs, p)``, ``output(xs, p) -> efd``.
+  vs, p)``, ``output(xs, vt, p) -> efd``.
 * ``governor``: ``init(tm, p) -> dict`` (states and ``pref``), ``derivatives(xs, omega, pref,
   p)``, ``output(xs, omega, p) -> tm``.
 

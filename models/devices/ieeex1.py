@@ -96,7 +96,7 @@ def _make_derivatives():
     return derivatives
 
 
-def _output(xs, p):
+def _output(xs, vt, p):
     return xs[3]
 
 

@@ -45,7 +45,7 @@ def _derivatives(xs, vt, vref, vs, p):
     return (u - xl) / p["TB"], non_windup(d_efd, efd, p["EMIN"], p["EMAX"])
 
 
-def _output(xs, p):
+def _output(xs, vt, p):
     return jnp.clip(xs[1], p["EMIN"], p["EMAX"])
 
 

@@ -19,9 +19,8 @@ from models.devices import MODELS
 from models.psse.records import PsseError, split_record
 
 KNOWN_UNSUPPORTED_ROLES = {
-    "EXST1": "exciter", "ESST3A": "exciter", "EXDC2": "exciter", "ESDC2A": "exciter",
-"IEEET1": "exciter", "ESST1A": "exciter",
-    "ESAC1A": "exciter", "EXAC1": "exciter", "SCRX": "exciter", "IEEEG1": "governor",
+    "ESST3A": "exciter", "EXDC2": "exciter", "ESDC2A": "exciter", "IEEET1": "exciter",
+    "ESST1A": "exciter", "ESAC1A": "exciter", "EXAC1": "exciter", "SCRX": "exciter",
     "GAST": "governor", "HYGOV": "governor", "GGOV1": "governor", "IEESGO": "governor",
     "IEEEST": "stabilizer", "ST2CUT": "stabilizer", "PSS2A": "stabilizer", "PSS2B": "stabilizer",
     "GENSAL": "machine", "GENTPJ": "machine",
