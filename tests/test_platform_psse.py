@@ -108,3 +108,30 @@ def test_n1_campaign_on_an_uploaded_case(
         assert campaign["counts"]["succeeded"] == 30, worker.log()[-3000:]
         runs = client.get(f"/campaigns/{created['id']}/runs", params={"limit": 100}).json()["data"]
         assert {r["method"] for r in runs} == {"raptor", "radau"}
+
+
+def test_case_add_stores_locally_and_refuses_bad_files(tmp_path, monkeypatch) -> None:
+    """``raptorgrid case add`` on the embedded default (no API): the stored case's network
+    name is printed; a refused pair is a user error (exit 2) naming file and lines."""
+    from raptorgrid.cli import app
+    from typer.testing import CliRunner
+
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+
+    def add(*args: str):
+        return runner.invoke(app, ["case", "add", *args], catch_exceptions=False)
+
+    ok = add("kundur", "--raw", str(DATA / "kundur.raw"), "--dyr",
+             str(DATA / "kundur_genrou_tgov1.dyr"))  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    assert "case 1 stored: 10 buses, 4 machines (GENROU, TGOV1)" in ok.output
+    assert "network: case:1" in ok.output
+    pair = ("--raw", str(DATA / "ieee14.raw"), "--dyr", str(DATA / "ieee14.dyr"))
+    bad = add("ieee14", *pair)
+    assert bad.exit_code == 2
+    assert "ESST3A (lines 9, 39, 52, 62)" in bad.output and "Traceback" not in bad.output
+    substituted = add("ieee14", *pair, "--substitute")
+    assert substituted.exit_code == 0, substituted.output
+    assert "case 2 stored: 14 buses, 5 machines" in substituted.output
+    assert "warning:" in substituted.output and "ESST3A exciter" in substituted.output
