@@ -138,3 +138,14 @@ def test_power_flow_matches_andes(raw: str) -> None:
     )
     raw_buses = [k for k, b in enumerate(net.bus_names) if b in reference]
     assert np.max(np.abs(sol.voltage[raw_buses] - v_ref)) <= PF_AGREEMENT.get(raw, 1e-6)
+
+
+def test_reactive_limits_are_reported_not_enforced() -> None:
+    """IEEE 14's raw data hold bus 2 at 1.045 pu with QT = 15 Mvar: the power flow keeps the set
+    point (as ANDES does) and the violation becomes a note."""
+    net = build_network(parse_raw((DATA / "ieee14.raw").read_text(), "ieee14.raw"))
+    sol = solve_power_flow(net)
+    assert abs(abs(sol.voltage[net.bus_names.index("bus2")]) - net.v_set[1]) < 1e-12
+    assert any(
+        n.startswith("ieee14.raw: generator gen2_1 solves at Q = 30.4") for n in sol.q_violations
+    )

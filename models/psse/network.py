@@ -26,6 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from models.cases.equilibrium import unique_names
+from models.network import branch_admittances, branch_parameters
 from models.psse.raw import RawCase
 from models.psse.records import PsseError
 
@@ -77,6 +79,8 @@ class PsseNetwork:
     gen_p_spec: np.ndarray
     gen_q_raw: np.ndarray
     """QG of the raw file (pu): PSS/E's own split of a bus's reactive power among its machines."""
+    gen_q_limits: np.ndarray
+    """(QB, QT) per machine (pu), reported against, not enforced."""
     gen_zsource: np.ndarray
     """ZR + jZX, pu on MBASE (PSS/E's source impedance)."""
     v_set: np.ndarray
@@ -217,19 +221,20 @@ def build_network(case: RawCase) -> PsseNetwork:
         branch_b=np.array(b_),
         branch_tap=np.array(tap_),
         branch_shift=np.array(sh_),
-        branch_names=_unique(br_names),
+        branch_names=unique_names(br_names),
         shunt=shunt,
         load_bus=np.array([index[ld.bus] for ld in loads], dtype=np.int64),
-        load_names=_unique(f"load{ld.bus}_{ld.id}" for ld in loads),
+        load_names=unique_names(f"load{ld.bus}_{ld.id}" for ld in loads),
         load_s=np.array([complex(ld.pl, ld.ql) for ld in loads], dtype=complex) / base,
         load_i=np.array([complex(ld.ip, ld.iq) for ld in loads], dtype=complex) / base,
         load_y=np.array([complex(ld.yp, -ld.yq) for ld in loads], dtype=complex) / base,
         gen_bus=gen_bus,
-        gen_names=_unique(f"gen{g.bus}_{g.id}" for g in gens),
+        gen_names=unique_names(f"gen{g.bus}_{g.id}" for g in gens),
         gen_ids=tuple((g.bus, g.id) for g in gens),
         gen_mbase=np.array([g.mbase for g in gens]),
         gen_p_spec=np.array([g.pg for g in gens]) / base,
         gen_q_raw=np.array([g.qg for g in gens]) / base,
+        gen_q_limits=np.array([(g.qb, g.qt) for g in gens]).reshape(-1, 2) / base,
         gen_zsource=np.array([complex(g.zr, g.zx) for g in gens]),
         v_set=v_set,
         v_start=np.where(np.isnan(v_set), np.abs(v_raw), v_set) * np.exp(1j * np.angle(v_raw)),
@@ -242,24 +247,12 @@ def build_network(case: RawCase) -> PsseNetwork:
     )
 
 
-def _unique(names) -> tuple[str, ...]:
-    seen: dict[str, int] = {}
-    out = []
-    for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
-    return tuple(out)
-
-
 def admittance_matrix(net: PsseNetwork) -> sp.csr_matrix:
     """Bus admittance matrix (pu) of the branches and shunts (loads not included)."""
     n = net.n_bus
-    ys = 1.0 / (net.branch_r + 1j * net.branch_x)
-    ratio = net.branch_tap * np.exp(1j * net.branch_shift)
-    yff = (ys + 0.5j * net.branch_b) / np.abs(ratio) ** 2
-    ytt = ys + 0.5j * net.branch_b
-    yft = -ys / np.conj(ratio)
-    ytf = -ys / ratio
+    params = branch_parameters(net.branch_r, net.branch_x, net.branch_b, net.branch_tap,
+                               net.branch_shift, np.ones(net.branch_r.size))  # fmt: skip
+    yff, yft, ytf, ytt = (np.asarray(y) for y in branch_admittances(params))
     f, t = net.branch_from, net.branch_to
     rows = np.concatenate([f, t, f, t, np.arange(n)])
     cols = np.concatenate([f, t, t, f, np.arange(n)])
@@ -347,4 +340,13 @@ def _share(net: PsseNetwork, s_bus: np.ndarray, pv: np.ndarray) -> np.ndarray:
 
 
 def _q_violations(net: PsseNetwork, gen_s: np.ndarray) -> tuple[str, ...]:
-    return ()
+    """A note per machine whose solved Q lies outside [QB, QT] by more than 1e-6 pu (PSS/E would
+    have switched its bus to PQ; here the voltage set point is kept, as ANDES does)."""
+    low, high = net.gen_q_limits[:, 0], net.gen_q_limits[:, 1]
+    q = gen_s.imag
+    return tuple(
+        f"{net.file}: generator {name} solves at Q = {q[k] * net.sbase:.3f} Mvar, outside "
+        f"[QB, QT] = [{low[k] * net.sbase:g}, {high[k] * net.sbase:g}] Mvar (not enforced)"
+        for k, name in enumerate(net.gen_names)
+        if q[k] < low[k] - 1e-6 or q[k] > high[k] + 1e-6
+    )

@@ -498,19 +498,19 @@ def _read_zone(lines: _Lines, case: RawCase) -> bool:
     return True
 
 
-SWITCHED_BINIT = {32: 9, 33: 9, 34: 10, 35: 11}
-"""Position of BINIT (the solved susceptance, Mvar at 1 pu) in a switched-shunt record."""
+SWITCHED_FIELDS = {
+    32: ("I", "MODSW", "ADJM", "STAT", "VSWHI", "VSWLO", "SWREM", "RMPCT", "RMIDNT", "BINIT"),
+    34: ("I", "MODSW", "ADJM", "STAT", "VSWHI", "VSWLO", "SWREG", "NREG", "RMPCT", "RMIDNT",
+         "BINIT"),
+    35: ("I", "ID", "MODSW", "ADJM", "STAT", "VSWHI", "VSWLO", "SWREG", "NREG", "RMPCT", "RMIDNT",
+         "BINIT"),
+}  # fmt: skip
+"""Leading fields of a switched-shunt record up to BINIT (the solved susceptance, Mvar at 1 pu)
+by revision (32 and 33 share one layout)."""
 
 
 def _read_switched_shunt(lines: _Lines, case: RawCase) -> bool:
-    pos = SWITCHED_BINIT[case.version]
-    names = tuple(f"F{k}" for k in range(pos)) + ("BINIT",)
-    names = ("I",) + names[1:] if case.version != 35 else ("I", "ID") + names[2:]
-    names = (
-        names[:3] + ("STAT",) + names[4:]
-        if case.version != 35
-        else names[:4] + ("STAT",) + names[5:]
-    )
+    names = SWITCHED_FIELDS[32 if case.version <= 33 else case.version]
     f = _fields(lines, "switched shunt data", names)
     if f is None:
         return False
