@@ -86,6 +86,12 @@ def test_reconciler_survives_broker_and_database_restarts(
                 90,
                 f"a requeue after both restarts\n{log.read_text(errors='replace')[-3000:]}",
             )
+            # the pass that requeued run 2 logs its recovery when it ends: let it finish writing
+            wait_until(
+                lambda: "back to every" in log.read_text(errors="replace"),
+                30,
+                f"the recovery logged\n{log.read_text(errors='replace')[-3000:]}",
+            )
             text = log.read_text(errors="replace")
             # the outages were seen (passes failed, with backoff) and survived
             assert "reconcile pass failed" in text and "back to every" in text
