@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
-SPEC ?= examples/wscc9_campaign.json
+SPEC ?= examples/wscc9_raptor_vs_baselines.json
 
 .PHONY: run test lint install
 

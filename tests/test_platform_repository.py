@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from raptorgrid import repository as repo
+from raptorgrid.repository.stats import config_stats
 from raptorgrid.settings import Settings
 from raptorgrid.spec import CampaignCreate, expand
 from raptorgrid.tables import CampaignStatus, RunMetrics, utcnow
@@ -32,7 +33,7 @@ def metrics(**overrides: float) -> dict:
         "compile_seconds": 0.0,
         "load_seconds": 0.0,
         "solve_seconds": 0.1,
-        "runtime_seconds": 0.12,
+        "overhead_seconds": 0.02,
         "n_points": 51,
         "n_accepted_points": 12,
         "final_time": 1.0,
@@ -154,7 +155,7 @@ def test_campaign_finishes_once_and_metrics_upsert(campaign) -> None:
         n_metrics = len(
             session.scalars(select(RunMetrics).where(RunMetrics.run_id.in_(run_ids))).all()
         )
-        summary = repo.method_summary(session=session, campaign_id=campaign_id)
+        summary, _ = config_stats(session=session, campaign_id=campaign_id)
     assert row.status == CampaignStatus.FINISHED.value and row.finished_at is not None
     assert (row.n_succeeded, row.n_failed) == (3, 1)
     assert n_metrics == 4

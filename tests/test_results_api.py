@@ -128,7 +128,7 @@ def test_table_one_recomputed_from_zarr(campaign) -> None:
     for key, s in summary.items():
         assert by_key[key]["max_state_error"] == pytest.approx(s["error"], rel=1e-9)
         assert by_key[key]["qualified"] == s["qualified"]
-        assert by_key[key]["median_solve_s"] == pytest.approx(s["time"])
+        assert by_key[key]["median_runtime_s"] == pytest.approx(s["time"])
 
     def fastest(method: str):
         ok = [(v["time"], k[1]) for k, v in summary.items() if k[0] == method and v["qualified"]]
@@ -169,17 +169,19 @@ def test_contingency_ranking_recomputed_from_zarr(campaign) -> None:
         volts = data.y.values[:, [n.startswith("V[") for n in names]]
         spread = float(np.degrees((delta.max(axis=1) - delta.min(axis=1)).max()))
         vmin = float(volts.min())
-        expected[scenario_id] = (spread, vmin, spread / 180 + max(0.0, 1 - vmin))
+        expected[scenario_id] = (spread, vmin, spread / 360)  # docs/results.md
     ranking = get(client, f"/campaigns/{campaign_id}/stats/ranking")
     assert ranking["count"] == 3
     order = sorted(expected, key=lambda s: -expected[s][2])
     assert [r["scenario_id"] for r in ranking["data"]] == order
     for r in ranking["data"]:
         spread, vmin, severity = expected[r["scenario_id"]]
-        assert r["from_reference"] and r["stable"] == (spread < 180)
+        assert r["from_reference"] and r["stable"] == (spread < 360)
         assert r["max_angle_spread_deg"] == pytest.approx(spread)
         assert r["min_voltage_pu"] == pytest.approx(vmin)
         assert r["severity"] == pytest.approx(severity)
+        tsi = 100 * (360 - spread) / (360 + spread)  # DSATools' transient stability index
+        assert r["tsi"] == pytest.approx(tsi) and (r["tsi"] > 0) == r["stable"]
     page = get(client, f"/campaigns/{campaign_id}/stats/ranking", limit=1, offset=1)
     assert page["data"][0]["rank"] == 2 and page["data"][0]["scenario_id"] == order[1]
     faults = get(client, f"/campaigns/{campaign_id}/stats/ranking", kind="bus_fault")
@@ -235,8 +237,14 @@ def test_dashboard_is_served(campaign) -> None:
     client, _, _ = campaign
     page = client.get("/dashboard/")
     assert page.status_code == 200 and "app.js" in page.text
+    assert "vendor/plotly.min.js" in page.text and "http" not in page.text  # no CDN
     assert client.get("/dashboard/app.js").status_code == 200
     assert client.get("/dashboard/../tables.py").status_code == 404
+    bundle = client.get("/dashboard/vendor/plotly.min.js")  # the plotly package's own bundle
+    assert bundle.status_code == 200, bundle.text[:300]
+    assert bundle.headers["content-type"].startswith("text/javascript")
+    assert "max-age" in bundle.headers["cache-control"]
+    assert len(bundle.content) > 1_000_000 and b"plotly.js v" in bundle.content[:300]
 
 
 @contextlib.contextmanager
@@ -282,19 +290,134 @@ def chromium(url: str, profile: Path, *extra: str) -> str:
     return done.stdout
 
 
+OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+"""Chromium resolves no host but the local server: a page that needs a CDN breaks under it."""
+
+
+def _chart(dom: str, element_id: str) -> str:
+    """The DOM of one dashboard chart: from its element to the next chart's (or the end)."""
+    start = dom.index(f'id="{element_id}"')
+    end = dom.find('id="plot-', start + 1)
+    return dom[start : end if end > 0 else len(dom)]
+
+
+def _legend(chart: str) -> list[str]:
+    import re
+
+    return re.findall(r'class="legendtext"[^>]*>([^<]*)<', chart)
+
+
+def _yticks(chart: str) -> list[str]:
+    import re
+
+    return re.findall(r'class="ytick"><text[^>]*data-unformatted="([^"]*)"', chart)
+
+
+LOG_TICK = 'data-unformatted="10&lt;sup&gt;'
+"""A tick label written 10^k by Plotly: the axis is logarithmic (exponentformat "power")."""
+
+
 def test_dashboard_in_headless_chromium(campaign, tmp_path) -> None:
+    from urllib.parse import quote
+
     client, settings, campaign_id = campaign
     table = get(client, f"/campaigns/{campaign_id}/stats/table1")
     ranking = get(client, f"/campaigns/{campaign_id}/stats/ranking")["data"]
+    points = get(client, f"/campaigns/{campaign_id}/stats/pareto")["points"]
+    methods = sorted({p["method"] for p in points})
+    runs = get(client, f"/campaigns/{campaign_id}/runs", status="succeeded", limit=100)["data"]
+    runs = [r for r in runs if not r["config_label"].startswith("reference")]
+    first, second = sorted({r["scenario_id"] for r in runs})[:2]
+    shown = [r["id"] for r in runs if r["scenario_id"] == first][:2]  # two runs, one reference
+    page = f"/dashboard/?campaign={campaign_id}&runs={shown[0]},{shown[1]}"
     with serve(settings) as base:
-        url = f"{base}/dashboard/?campaign={campaign_id}"
-        dom = chromium(url, tmp_path / "profile", "--dump-dom")
-        shot = os.environ.get("RAPTORGRID_TEST_SCREENSHOT")  # a PNG path to look at the page
-        if shot:
-            chromium(url, tmp_path / "profile2", f"--screenshot={shot}", "--window-size=1400,2000")
+        doms = {
+            var: chromium(f"{base}{page}&var={quote(var)}", tmp_path / var, OFFLINE, "--dump-dom")
+            for var in ("omega[gen2]", "V[bus7]")
+        }
+        shots = os.environ.get("RAPTORGRID_TEST_SCREENSHOT")  # a folder for PNGs of the page
+        if shots:
+            several = [r["id"] for r in runs if r["scenario_id"] == first]
+            several += [r["id"] for r in runs if r["scenario_id"] == second][:1]
+            views = {
+                "dashboard_overview": f"var={quote('omega[gen2]')}",
+                "dashboard_trajectories": f"var={quote('V[bus7]')}&view=trajectories&runs="
+                + ",".join(map(str, several)),
+            }
+            Path(shots).mkdir(parents=True, exist_ok=True)
+            for name, query in views.items():
+                chromium(
+                    f"{base}/dashboard/?campaign={campaign_id}&{query}",
+                    tmp_path / f"shot-{name}",
+                    OFFLINE,
+                    "--hide-scrollbars",
+                    "--window-size=1400,1800",
+                    f"--screenshot={Path(shots) / name}.png",
+                )
+    dom = doms["omega[gen2]"]
     assert 'data-ready="1"' in dom, dom[-3000:]
     assert f"Campaign {campaign_id}: table-one" in dom
     assert f"{table['rows'][0]['speedup']:.2f}×" in dom  # Table I's speedup as the API says
     assert html.escape(table["subject_config"]) in dom
     assert html.escape(ranking[0]["label"]) in dom and "stable" in dom
-    assert dom.count("<circle") >= 2 * 3 and "<polyline" in dom  # scatter plots and trajectory
+    for column in ("runtime s (median)", "p95 s", "compile s", "overhead s"):
+        assert f">{column}</th>" in dom
+    # Plotly drew the charts (SVG in the DOM), with ticks on log axes
+    assert 'class="plot-container plotly"' in dom and 'class="main-svg"' in dom
+    accuracy = _chart(dom, "plot-accuracy")
+    assert accuracy.count('class="xtick"') >= 2 and LOG_TICK in accuracy
+    assert _legend(accuracy) == [*methods, "Pareto front", "threshold 1.00e-4"]  # a trace each
+    assert accuracy.count('class="trace scatter') == len(methods) + 2
+    assert accuracy.count('class="point"') == len(points)  # one marker per configuration
+    advances = _chart(dom, "plot-advances")
+    assert advances.count('class="xtick"') >= 2 and _legend(advances) == methods
+    # the variable list comes from the API; the URL's var and runs select what is plotted
+    assert '<option value="delta[gen1]"' in dom and '<option value="omega[gen2]" selected' in dom
+    ticks = {}
+    for var, other in (("omega[gen2]", "V[bus7]"), ("V[bus7]", "omega[gen2]")):
+        trajectory = _chart(doms[var], "plot-trajectory")
+        assert f'data-shown-var="{var}"' in trajectory, trajectory[:300]
+        assert f'data-shown-runs="{shown[0]},{shown[1]}"' in trajectory
+        assert trajectory.count('class="trace scatter') == 3  # both runs and the reference
+        labels = [x.split(":")[0] for x in _legend(trajectory)]
+        assert labels == [f"run {shown[0]}", f"run {shown[1]}", "reference"]
+        assert f'data-unformatted="{var} (pu)"' in trajectory and other not in trajectory
+        ticks[var] = _yticks(trajectory)
+        error = _chart(doms[var], "plot-error")
+        assert error.count('class="trace scatter') == 2 and LOG_TICK in error  # run - reference
+        assert f'data-unformatted="|{var} − reference| (pu)"' in error
+    assert ticks["omega[gen2]"] != ticks["V[bus7]"]  # a different variable, other data
+
+
+def test_docs_pages_use_local_assets(campaign) -> None:
+    """/docs (Swagger UI) and /redoc name only the app's own URLs, which answer."""
+    import re
+
+    client, _, _ = campaign
+    kinds = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
+    for path, marker in (("/docs", b"SwaggerUIBundle"), ("/redoc", b"Redoc")):
+        page = client.get(path)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert "cdn" not in page.text.lower() and "http" not in page.text, page.text
+        urls = re.findall(r'(?:src|href|spec-url)="([^"]+)"', page.text)
+        urls += re.findall(r"url: '([^']+)'", page.text)
+        assert "/openapi.json" in urls and any(u.endswith(".js") for u in urls), urls
+        for url in urls:
+            assert url.startswith("/"), url
+            asset = client.get(url)
+            assert asset.status_code == 200, url
+            kind = kinds.get(Path(url).suffix, "application/json")
+            assert asset.headers["content-type"].startswith(kind), (url, asset.headers)
+            if url.endswith(".js"):
+                assert marker in asset.content and len(asset.content) > 500_000, url
+    assert client.get("/docs/oauth2-redirect").status_code == 200
+    assert client.get("/docs/static/nope.js").status_code == 404
+
+
+def test_docs_render_offline_in_headless_chromium(campaign, tmp_path) -> None:
+    _, settings, _ = campaign
+    with serve(settings) as base:
+        docs = chromium(f"{base}/docs", tmp_path / "docs", OFFLINE, "--dump-dom")
+        redoc = chromium(f"{base}/redoc", tmp_path / "redoc", OFFLINE, "--dump-dom")
+    assert 'class="swagger-ui' in docs and 'class="opblock opblock-get"' in docs, docs[-2000:]
+    assert "stats/pareto" in docs and "stats/pareto" in redoc

@@ -39,16 +39,62 @@ def test_report_writes_plots_and_html_with_the_campaign_numbers(
     for run_id in run_ids:
         assert execute_run(run_id, worker="test", ctx=context) == "succeeded"
     with sqlite_db.read() as session:
-        data, files = write_report(session=session, campaign_id=campaign.id, out_dir=tmp_path)
-    for png in (files.accuracy_png, files.accepted_png):
+        data, files = write_report(
+            session=session,
+            campaign_id=campaign.id,
+            out_dir=tmp_path,
+            zarr_root=sqlite_settings.zarr_root,
+        )
+    assert len(files.trajectory_pngs) == 1  # one scenario: the worst is the only one
+    for png in (files.accuracy_png, files.accepted_png, *files.trajectory_pngs):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    worst = data.trajectories[0]
+    assert worst.label == data.ranking[0]["label"]
+    assert (worst.method["method"], worst.method["config"]) == (
+        "raptor", data.table_one["subject_config"]
+    )  # Table I's subject at its fastest qualified configuration, over the reference
+    assert worst.reference is not None and worst.reference["run_id"] != worst.method["run_id"]
     page = files.html.read_text()
-    assert page.count("data:image/png;base64,") == 2  # self-contained
+    assert page.count("data:image/png;base64,") == 3  # self-contained
+    assert "Worst contingencies: trajectories" in page
     radau = next(r for r in data.table_one["rows"] if r["method"] == "radau")
     assert radau["config"] == "rtol=1e-07"  # rtol 1e-3 is not accuracy-qualified
-    assert radau["speedup"] is not None and f"{radau['speedup']:.3g}" in page
+    assert radau["speedup"] is not None and f"{radau['speedup']:.2f}" in page
     assert data.ranking and data.ranking[0]["label"] in page
     # titled with the campaign's name and network; an empty table says "none"
     title = f"{SPEC['name']} — {SPEC['network']} (campaign {campaign.id})"
     assert f"<title>{title}</title>" in page and f"<h1>{title}</h1>" in page
     assert "<h2>Failures</h2><p>none</p>" in page
+
+
+@pytest.mark.slow
+def test_report_without_a_reference_still_draws_work_and_trajectories(
+    sqlite_settings, sqlite_db, tmp_path
+):
+    """No reference: nothing is scored, yet the work plot shows every configuration and the
+    trajectory plot the method's run (before, both scatter plots had empty axes)."""
+    spec = CampaignCreate.model_validate(
+        {**SPEC, "methods": [{"method": "radau", "options": {"rtol": [1e-3, 1e-5]}}],
+         "reference": None}
+    )  # fmt: skip
+    expansion = expand(spec, settings=sqlite_settings)
+    with sqlite_db.write() as session:
+        campaign, run_ids = repo.create_campaign(
+            session=session, spec=spec, expansion=expansion, now=utcnow()
+        )
+    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
+    for run_id in run_ids:
+        assert execute_run(run_id, worker="test", ctx=context) == "succeeded"
+    with sqlite_db.read() as session:
+        data, files = write_report(session=session, campaign_id=campaign.id, out_dir=tmp_path,
+                                   zarr_root=sqlite_settings.zarr_root)  # fmt: skip
+    assert data.pareto == [] and data.table_one["subject_config"] is None
+    assert [t.reference for t in data.trajectories] == [None]
+    assert data.trajectories[0].method["method"] == "radau"
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(files.accepted_png)
+    # two configurations drawn: the plot holds non-background colours beyond axes and text
+    coloured = (abs(pixels[..., 0] - pixels[..., 2]) > 0.3).sum()
+    assert coloured > 50
+    assert files.trajectory_pngs and files.trajectory_pngs[0].stat().st_size > 5000

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from raptorgrid import repository as repo
 from raptorgrid.scoring import score_campaign, score_finished_run, stability_indicators
+from raptorgrid.scoring.indicators import tsi
 from raptorgrid.spec import CampaignCreate, SpecError, expand
 from raptorgrid.tables import Run, RunMetrics, ScenarioIndicators, utcnow
 from raptorgrid.zarr_store import open_run
@@ -160,7 +161,7 @@ def test_indicators_by_name() -> None:
     import xarray as xr
 
     t = np.linspace(0, 1, 11)
-    delta = np.stack([np.zeros(11), np.radians(np.linspace(0, 200, 11))], axis=1)
+    delta = np.stack([np.zeros(11), np.radians(np.linspace(0, 400, 11))], axis=1)
     volts = np.ones((11, 2))
     volts[3:6, 1] = [0.5, 0.7, 0.95]
     volts[6, 1] = 0.85
@@ -176,11 +177,19 @@ def test_indicators_by_name() -> None:
         },
     )
     ind = stability_indicators(ds, f_hz=50.0)
-    assert ind.max_angle_spread_deg == pytest.approx(200.0) and not ind.stable
+    assert ind.max_angle_spread_deg == pytest.approx(400.0) and not ind.stable
     assert (ind.min_voltage_pu, ind.min_voltage_t) == (0.5, pytest.approx(0.3))
     assert ind.voltage_recovery_t == pytest.approx(0.7)
     assert ind.frequency_nadir_t == pytest.approx(1.0)
     # omega = 1 - 0.01 delta: the speeds only fall, so the zenith is the start, 50 Hz
     assert (ind.frequency_zenith_hz, ind.frequency_zenith_t) == (pytest.approx(50.0), 0.0)
     assert ind.frequency_nadir_hz < 50.0
-    assert ind.severity == pytest.approx(200 / 180 + 0.5)
+    assert ind.severity == pytest.approx(400 / 360)  # >= 1: unstable, TSI < 0
+    assert tsi(ind.severity) == pytest.approx(100 * (360 - 400) / (360 + 400))
+    # a cleared fault whose machines separate by 200 deg and swing back is stable (TSI > 0),
+    # whatever its voltage dip: the dip is reported beside the index, not mixed into it
+    swing = ds.copy(deep=True)
+    swing["x"].values[:, 1] = np.radians(np.concatenate([np.linspace(0, 200, 6),
+                                                         np.linspace(160, 0, 5)]))  # fmt: skip
+    back = stability_indicators(swing, f_hz=50.0)
+    assert back.stable and back.severity == pytest.approx(200 / 360) and tsi(back.severity) > 0

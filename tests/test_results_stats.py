@@ -39,7 +39,7 @@ def test_percentiles_and_table_one_on_both_engines(any_db) -> None:
                 s.add(RunMetrics(run_id=run.id, attempt=1, accepted=10, rejected=1,
                                  newton_iterations=5, algebraic_iterations=0,
                                  jacobian_evaluations=1, lu_factorizations=1, rhs_evaluations=1,
-                                 compile_seconds=0.0, solve_seconds=t, runtime_seconds=t,
+                                 compile_seconds=0.0, solve_seconds=t, overhead_seconds=0.0,
                                  n_points=2, n_accepted_points=2, state_error=err,
                                  voltage_mae=err, kcl_max=0.0, qualified=err < 1e-6,
                                  scored_at=now))  # fmt: skip

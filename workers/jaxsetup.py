@@ -82,8 +82,9 @@ def prebuild(networks: list[str], methods: list[str] = ()) -> None:
         start = time.perf_counter()
         try:
             system = build_system(name)
-            kernels_for(system)
-            for method in methods:
+            if not methods:
+                kernels_for(system)
+            for method in methods:  # each compiles (or loads) what it uses, kernels included
                 solve(system, Scenario(t_end=PREBUILD_HORIZON), method)
         except Exception:
             log.exception("prebuilding network %r failed", name)

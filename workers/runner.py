@@ -322,7 +322,7 @@ def _execute_claimed(
         with ctx.db.read() as session:
             return repo.run_inputs(session=session, run_id=claim.run_id)
 
-    mark = time.perf_counter()
+    mark = inputs_mark = time.perf_counter()
     inputs = with_db_retry(read_inputs, settings=ctx.settings, what=f"run {claim.run_id} inputs")
     if inputs.campaign_status == CampaignStatus.CANCELLED.value:
         raise RunCancelled(f"run {claim.run_id}: campaign cancelled")
@@ -355,8 +355,8 @@ def _execute_claimed(
     start = time.perf_counter()
     phases["build"] = start - mark
     result = integrate(system, scenario, inputs.method, inputs.options, heartbeat)
-    runtime = time.perf_counter() - start
-    phases["solve"] = runtime
+    call_seconds = time.perf_counter() - start  # build of kernels, compile/load and solve
+    phases["solve"] = call_seconds
 
     dataset = result_dataset(
         result,
@@ -381,10 +381,16 @@ def _execute_claimed(
         pause=ctx.settings.zarr_write_pause_seconds,
     )
     write_seconds = time.perf_counter() - write_start
-    phases["write"] = time.perf_counter() - start - runtime - phases["lease"]
+    phases["write"] = time.perf_counter() - start - call_seconds - phases["lease"]
+    stats = result.stats
+    attempt_seconds = phases["claim"] + time.perf_counter() - inputs_mark
     metrics = {
-        **result.stats.as_dict(),
-        "runtime_seconds": runtime,
+        **stats.as_dict(),
+        # everything of this attempt so far that is not solving, compiling or loading
+        "overhead_seconds": max(
+            0.0,
+            attempt_seconds - stats.solve_seconds - stats.compile_seconds - stats.load_seconds,
+        ),
         "n_points": int(len(result.t_eval)),
         "n_accepted_points": int(len(result.t)),
         "final_time": float(result.t[-1]) if len(result.t) else None,
@@ -405,12 +411,13 @@ def _execute_claimed(
         score_run(ctx, claim.run_id, dataset)
     phases["score"] = time.perf_counter() - mark - phases["commit"]
     log.info(
-        "run %d attempt %d %s: solve %.3f s (compile %.3f s), zarr %.3f s",
+        "run %d attempt %d %s: solve %.3f s, compile+load %.3f s, overhead %.3f s (zarr %.3f s)",
         claim.run_id,
         claim.attempt,
         result.status.value,
-        runtime,
-        result.stats.compile_seconds,
+        stats.solve_seconds,
+        stats.compile_seconds + stats.load_seconds,
+        metrics["overhead_seconds"],
         write_seconds,
     )
     return result.status.value

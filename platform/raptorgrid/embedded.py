@@ -10,6 +10,7 @@ given the CLI's resolved settings through ``RAPTORGRID_*`` variables. The CLI pr
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -95,14 +96,19 @@ class EmbeddedWorkers:
         env = single_thread_env({**os.environ, **self.settings.as_env()})
         cpus = usable_cpus()
         tag = uuid.uuid4().hex[:6]
+        methods = list(self.settings.prebuild_methods)
         for i in range(self.count):
             name = f"embedded{i}-{tag}"
             cpu = cpus[i % len(cpus)]
             log_path = logs / f"{name}.log"
+            # each worker starts its prebuild at a different method: the first compiles of a
+            # cold cluster run side by side (the compile lock makes the others load them)
+            k = i % len(methods) if methods else 0
+            rotated = {"RAPTORGRID_PREBUILD_METHODS": json.dumps(methods[k:] + methods[:k])}
             with open(log_path, "wb") as sink:
                 process = subprocess.Popen(
                     worker_command(self.settings, name),
-                    env=env,
+                    env={**env, **rotated},
                     stdin=subprocess.DEVNULL,
                     stdout=sink,
                     stderr=subprocess.STDOUT,

@@ -24,7 +24,7 @@ from raptorgrid.zarr_store import ZarrRoot, open_run
 
 METRIC_COLUMNS = (
     *STATS_COLUMNS,
-    "runtime_seconds",
+    "overhead_seconds",
     "n_points",
     "final_time",
     "state_error",

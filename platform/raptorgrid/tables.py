@@ -172,7 +172,6 @@ class Run(Base):
         Index(None, "campaign_id", "status"),
         Index(None, "status", "lease_until"),
         Index(None, "campaign_id", "method", "config_label"),
-        _in_order("metric_runtime_seconds"),
         _in_order("metric_solve_seconds"),
     )
 
@@ -200,11 +199,9 @@ class Run(Base):
     enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    metric_runtime_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
-    """``run_metrics.runtime_seconds``, written with it by ``finish_run`` (0006): the
-    configuration's runs in runtime order are then one index range of this table."""
     metric_solve_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
-    """``run_metrics.solve_seconds``, likewise (0006)."""
+    """``run_metrics.solve_seconds`` (the runtime), written with it by ``finish_run`` (0006):
+    the configuration's runs in runtime order are then one index range of this table."""
 
 
 class RunMetrics(Base):
@@ -226,7 +223,10 @@ class RunMetrics(Base):
     compile_seconds: Mapped[float] = mapped_column(Float)
     load_seconds: Mapped[float] = mapped_column(Float, server_default="0")
     solve_seconds: Mapped[float] = mapped_column(Float)
-    runtime_seconds: Mapped[float] = mapped_column(Float)
+    """The runtime: solving only, compilation and executable loading excluded."""
+    overhead_seconds: Mapped[float] = mapped_column(Float, server_default="0")
+    """The worker's time for the attempt outside solve, compile and load: claim, system build,
+    lease check and result write (0009)."""
     n_points: Mapped[int] = mapped_column(Integer)
     n_accepted_points: Mapped[int] = mapped_column(Integer)
     final_time: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -277,12 +277,13 @@ class ConfigTotals(Base):
     max_state_error: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_voltage_mae: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_kcl: Mapped[float | None] = mapped_column(Float, nullable=True)
-    runtime_p50: Mapped[float | None] = mapped_column(Float, nullable=True)
-    runtime_p50_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    runtime_p95: Mapped[float | None] = mapped_column(Float, nullable=True)
-    runtime_p95_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    sum_compile_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    """Compile + executable load seconds of the measured runs (0009)."""
+    sum_overhead_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     solve_p50: Mapped[float | None] = mapped_column(Float, nullable=True)
     solve_p50_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    solve_p95: Mapped[float | None] = mapped_column(Float, nullable=True)
+    solve_p95_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ScenarioIndicators(Base):

@@ -36,6 +36,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         lifespan=lifespan,
         dependencies=[Depends(bounded_path_ids)],
+        docs_url=None,  # /docs and /redoc without a CDN: raptorgrid.api.docs
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.db = Database.from_settings(settings)
@@ -48,10 +50,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_bytes=settings.max_request_bytes,
         max_depth=settings.max_json_depth,
     )
-    # results first: its /campaigns/{id}/stats supersedes the older one in campaigns
     for module in (results_stats, trajectories, campaigns, runs, cases, solvers, health):
         app.include_router(module.router)
     from raptorgrid.dashboard import router as dashboard_router
 
     app.include_router(dashboard_router)
+    from raptorgrid.api import docs as offline_docs
+
+    offline_docs.install(app)
     return app

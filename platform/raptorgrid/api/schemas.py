@@ -7,20 +7,25 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from raptorgrid.spec import CampaignCreate
+from raptorgrid.spec import CampaignCreate, Thresholds
 from raptorgrid.tables import Campaign
 from solvers.status import FailureReason, RunStatus
 
 __all__ = [
     "CampaignCreate",
     "CampaignCreated",
+    "CampaignList",
     "CampaignPublic",
     "CampaignStats",
+    "Failures",
     "Health",
+    "Pareto",
+    "Ranking",
     "RunMetricsPublic",
     "RunPublic",
     "RunsPublic",
     "ScenarioPublic",
+    "TableOne",
 ]
 
 
@@ -79,7 +84,8 @@ class RunMetricsPublic(_FromRow):
     compile_seconds: float
     load_seconds: float
     solve_seconds: float
-    runtime_seconds: float
+    """The runtime: solving only (compile, load and overhead are the other columns)."""
+    overhead_seconds: float
     n_points: int
     n_accepted_points: int
     final_time: float | None
@@ -128,21 +134,154 @@ class RunsPublic(BaseModel):
     offset: int
 
 
-class MethodStatsPublic(BaseModel):
+class CampaignListItem(BaseModel):
+    id: int
+    name: str
+    network: str
+    status: str
+    n_runs: int
+    n_scenarios: int
+    done: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    running: int
+    progress: float
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class CampaignList(BaseModel):
+    data: list[CampaignListItem]
+    count: int
+    limit: int
+    offset: int
+
+
+class ConfigStatsPublic(BaseModel):
+    """One method configuration. Runtime is solve time (compile, load and worker overhead are
+    the ``mean_compile_s`` and ``mean_overhead_s`` columns)."""
+
     method: str
     config: str
+    is_reference: bool
     runs: int
     succeeded: int
     failed: int
+    success_rate: float
     median_runtime_s: float | None
+    p95_runtime_s: float | None
+    mean_compile_s: float | None
+    mean_overhead_s: float | None
     mean_accepted: float | None
+    min_accepted: int | None
+    max_accepted: int | None
     mean_rejected: float | None
     mean_newton_iterations: float | None
+    scored: int
+    qualified_runs: int
+    max_state_error: float | None
+    max_voltage_mae: float | None
+    max_kcl: float | None
+    qualified: bool
 
 
 class CampaignStats(BaseModel):
     campaign_id: int
-    methods: list[MethodStatsPublic]
+    thresholds: Thresholds
+    methods: list[ConfigStatsPublic]
+    count: int
+    limit: int
+    offset: int
+
+
+class TableOneRow(BaseModel):
+    method: str
+    config: str | None
+    runtime_s: float | None
+    state_error: float | None
+    voltage_mae: float | None
+    kcl_max: float | None
+    speedup: float | None
+    """The other method's runtime over the subject's (> 1: the subject is faster)."""
+    note: str
+
+
+class TableOne(BaseModel):
+    campaign_id: int
+    subject: str
+    subject_config: str | None
+    subject_runtime_s: float | None
+    subject_state_error: float | None
+    subject_voltage_mae: float | None
+    subject_kcl_max: float | None
+    rows: list[TableOneRow]
+    basis: str
+
+
+class ParetoPoint(BaseModel):
+    method: str
+    config: str
+    runtime_s: float
+    state_error: float
+    mean_accepted: float | None
+    qualified: bool
+    on_front: bool
+
+
+class Pareto(BaseModel):
+    campaign_id: int
+    basis: str
+    points: list[ParetoPoint]
+
+
+class RankingRow(BaseModel):
+    rank: int
+    scenario_id: int
+    label: str
+    disturbance: dict[str, Any]
+    severity: float
+    """Largest rotor-angle separation / 360 deg (>= 1 unstable; docs/results.md)."""
+    tsi: float
+    """Transient stability index 100 (1 - severity) / (1 + severity); > 0 stable."""
+    stable: bool
+    criterion: str
+    max_angle_spread_deg: float | None
+    frequency_nadir_hz: float | None
+    frequency_nadir_t: float | None
+    frequency_zenith_hz: float | None
+    frequency_zenith_t: float | None
+    min_voltage_pu: float | None
+    min_voltage_t: float | None
+    voltage_recovery_t: float | None
+    source_run_id: int
+    from_reference: bool
+    failed_runs: int
+
+
+class Ranking(BaseModel):
+    campaign_id: int
+    data: list[RankingRow]
+    count: int
+    limit: int
+    offset: int
+
+
+class FailureRow(BaseModel):
+    run_id: int
+    method: str
+    config: str
+    reason: str | None
+    message: str
+    scenario: str
+
+
+class Failures(BaseModel):
+    campaign_id: int
+    data: list[FailureRow]
+    count: int
+    limit: int
+    offset: int
 
 
 class Health(BaseModel):

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import httpx
 import typer
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -22,6 +21,7 @@ from rich.progress import (
 
 from raptorgrid.cli.errors import EXIT_FAILED, UserError, existing_database, fail, user_errors
 from raptorgrid.cli.render import campaign_summary, console, counts_line, method_table
+from raptorgrid.cli.results import print_results
 
 SpecArg = Annotated[Path, typer.Argument(help="campaign spec (JSON file, or - for stdin)")]
 ApiOpt = Annotated[str | None, typer.Option("--api", help="base URL of a raptorgrid API")]
@@ -47,7 +47,6 @@ def run(
 ) -> None:
     """Run a campaign here: SQLite, local Zarr and N real Celery workers (no services needed)."""
     from raptorgrid import migrate
-    from raptorgrid import repository as repo
     from raptorgrid.celery_app import create_celery
     from raptorgrid.db import Database
     from raptorgrid.embedded import EmbeddedWorkers, WorkersDied, wait_for_campaign
@@ -68,7 +67,7 @@ def run(
         worker_settings = settings.model_copy(
             update={
                 "prebuild_networks": [spec.network],
-                "prebuild_methods": sorted({sweep.method for sweep in spec.methods}),
+                "prebuild_methods": _prebuild_order(spec),
             }
         )
         pool = EmbeddedWorkers(worker_settings, count).start()
@@ -116,16 +115,34 @@ def run(
         # score whatever is missing (idempotent, a no-op when the workers scored everything)
         score_campaign(db=db, zarr_root=settings.zarr_root, campaign_id=campaign.id)
         elapsed = time.perf_counter() - started
-        with db.read() as session:
-            rows = [
-                r.as_dict() for r in repo.method_summary(session=session, campaign_id=campaign.id)
-            ]
-        console.print(method_table(rows, title=escape(f"campaign {campaign.id}: {campaign.name}")))
         console.print(
-            f"{campaign.status}: {campaign.n_succeeded} succeeded, {campaign.n_failed} failed, "
-            f"{campaign.n_cancelled} cancelled in {elapsed:.1f} s"
+            f"campaign {campaign.id} '{campaign.name}' {campaign.status}: "
+            f"{campaign.n_succeeded} succeeded, {campaign.n_failed} failed, "
+            f"{campaign.n_cancelled} cancelled in {elapsed:.1f} s",
+            markup=False,
+            highlight=False,
         )
+        with db.read() as session:
+            print_results(session, campaign.id, ranking_limit=5)
         db.dispose()
+        console.print(
+            f"next: raptorgrid report {campaign.id}   (plots and an HTML report)\n"
+            f"      raptorgrid export {campaign.id}   (trajectories for xarray)\n"
+            f"      raptorgrid api, then open {settings.api_url}/dashboard/?campaign={campaign.id}",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _prebuild_order(spec: Any) -> list[str]:
+    """The campaign's methods, its reference's included, the ones that compile their own
+    executables first (RAPTOR, Diffrax) so that the workers' rotated prebuilds (``embedded``)
+    compile those side by side; SciPy's methods share one set of kernels."""
+    methods = {sweep.method for sweep in spec.methods}
+    if spec.reference is not None:
+        methods.add(spec.reference.method)
+    own = ("raptor", "kvaerno5", "tsit5", "dopri5", "trapezoid", "ida")
+    return sorted(methods, key=lambda m: (m not in own, m))
 
 
 def _auth_headers() -> dict[str, str]:
@@ -215,6 +232,7 @@ def _local_cancel(campaign_id: int) -> dict[str, Any]:
 def _local_status(campaign_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from raptorgrid import repository as repo
     from raptorgrid.api.schemas import CampaignPublic
+    from raptorgrid.repository.stats import config_stats
     from raptorgrid.settings import get_settings
 
     db = existing_database(get_settings())
@@ -227,9 +245,7 @@ def _local_status(campaign_id: int) -> tuple[dict[str, Any], list[dict[str, Any]
                 )
             counts = repo.run_counts(session=session, campaign_id=campaign_id)
             public = CampaignPublic.from_row(campaign, counts).model_dump(mode="json")
-            rows = [
-                r.as_dict() for r in repo.method_summary(session=session, campaign_id=campaign_id)
-            ]
+            rows = [c.as_dict() for c in config_stats(session=session, campaign_id=campaign_id)[0]]
     finally:
         db.dispose()
     return public, rows

@@ -4,48 +4,49 @@ database (the embedded default or whatever ``RAPTORGRID_DATABASE_URL`` points to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from raptorgrid.cli.errors import UserError, existing_database, user_errors
+from raptorgrid.cli.render import console, method_table, table
 
-console = Console()
-TABLE_ONE_COLUMNS = ["method", "config", "runtime_s", "state_error", "speedup", "note"]
-CONFIG_COLUMNS = [
-    "method",
-    "config",
-    "runs",
-    "failed",
-    "median_solve_s",
-    "mean_accepted",
-    "mean_rejected",
-    "max_state_error",
-    "qualified",
-]
-RANKING_COLUMNS = [
-    "rank",
-    "label",
-    "severity",
-    "stable",
-    "max_angle_spread_deg",
-    "min_voltage_pu",
-    "voltage_recovery_t",
-]
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="folder for the files")]
 
 
-def _table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
-    from raptorgrid.report import _fmt
+def print_results(session: Session, campaign_id: int, *, ranking_limit: int = 10) -> None:
+    """Per-configuration table, Table I (when scored against a reference) and the worst
+    contingencies, each fitting the console (80 columns off a terminal)."""
+    from raptorgrid.columns import RANKING_BRIEF, TABLE_ONE, format_value
+    from raptorgrid.repository import stats
 
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(_fmt(row.get(c)) for c in columns))
-    return table
+    configs, _ = stats.config_stats(session=session, campaign_id=campaign_id)
+    console.print(method_table([c.as_dict() for c in configs], "per method and configuration"))
+    t1 = stats.table_one(configs)
+    if t1["subject_config"] is not None:
+        console.print(
+            f"Table I: {t1['subject']} {t1['subject_config']}, runtime "
+            f"{format_value(t1['subject_runtime_s'])} s, state error "
+            f"{format_value(t1['subject_state_error'], '.2g')}; speedup = each method's "
+            f"fastest accuracy-qualified runtime / {t1['subject']}'s (runtime = solve time)",
+            markup=False,
+            highlight=False,
+        )
+        console.print(table(t1["rows"], TABLE_ONE))
+    elif any(c.scored for c in configs):
+        console.print(f"Table I: no accuracy-qualified {t1['subject']} configuration", markup=False)
+    else:
+        console.print("Table I: no reference in this campaign (add \"reference\" to the spec)",
+                      markup=False)  # fmt: skip
+    ranking, total = stats.contingency_ranking(
+        session=session, campaign_id=campaign_id, limit=ranking_limit
+    )
+    if ranking:
+        shown = f" ({len(ranking)} of {total})" if total > len(ranking) else ""
+        console.print(table(ranking, RANKING_BRIEF, f"contingency ranking, worst first{shown}"))
 
 
 def _with_campaign(campaign_id: int, action):
@@ -65,26 +66,20 @@ def _with_campaign(campaign_id: int, action):
 
 def report(campaign_id: int, out: OutOpt = Path("reports")) -> None:
     """Print Table I, the per-configuration table and the contingency ranking; write the
-    accuracy- and work-against-runtime plots (PNG) and a self-contained HTML report."""
-    from raptorgrid.report import _fmt, write_report
+    plots (accuracy and work against runtime, trajectories of the worst contingencies) as PNG
+    and a self-contained HTML report."""
+    from raptorgrid.report import write_report
+
+    def action(session: Session, settings: Any) -> Any:
+        print_results(session, campaign_id)
+        return write_report(
+            session=session, campaign_id=campaign_id, out_dir=out, zarr_root=settings.zarr_root
+        )
 
     with user_errors():
-        data, files = _with_campaign(
-            campaign_id,
-            lambda session, _: write_report(session=session, campaign_id=campaign_id, out_dir=out),
-        )
-    t1 = data.table_one
-    console.print(
-        f"Table I: {t1['subject']} {_fmt(t1['subject_config'])}, "
-        f"{_fmt(t1['subject_runtime_s'])} s, state error {_fmt(t1['subject_state_error'])} "
-        f"({t1['basis']})",
-        markup=False,
-    )
-    console.print(_table("speedups over each baseline", t1["rows"], TABLE_ONE_COLUMNS))
-    console.print(_table("per method and configuration", data.configs, CONFIG_COLUMNS))
-    console.print(_table("contingency ranking (worst first)", data.ranking, RANKING_COLUMNS))
-    for path in (files.accuracy_png, files.accepted_png, files.html):
-        console.print(f"wrote {path}", markup=False)
+        _data, files = _with_campaign(campaign_id, action)
+    for path in files.all():
+        console.print(f"wrote {path}", markup=False, highlight=False)
 
 
 def export(campaign_id: int, out: OutOpt = Path("exports")) -> None:

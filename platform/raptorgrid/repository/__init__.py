@@ -11,6 +11,7 @@ from raptorgrid.repository.campaigns import (
     delete_campaign,
     find_by_idempotency_key,
     get_campaign,
+    list_campaigns,
     record_final,
     run_counts,
 )
@@ -32,14 +33,13 @@ from raptorgrid.repository.runs import (
     recent_solve_seconds,
     renew_lease,
     run_inputs,
+    succeeded_runs,
 )
-from raptorgrid.repository.summary import MethodSummary, method_summary
 
 __all__ = [
     "Claim",
     "FinishOutcome",
     "LeaseState",
-    "MethodSummary",
     "Requeue",
     "RunInputs",
     "bump_stats_version",
@@ -51,8 +51,8 @@ __all__ = [
     "finish_run",
     "get_campaign",
     "get_run",
+    "list_campaigns",
     "list_runs",
-    "method_summary",
     "recent_solve_seconds",
     "record_final",
     "renew_lease",
@@ -61,4 +61,5 @@ __all__ = [
     "run_counts",
     "run_inputs",
     "stale_queued",
+    "succeeded_runs",
 ]

@@ -229,3 +229,49 @@ def cancel_campaign(*, session: Session, campaign_id: int, now: datetime) -> boo
     ).rowcount
     record_final(session=session, campaign_id=campaign_id, now=now, cancelled=cancelled)
     return True
+
+
+def list_campaigns(
+    *, session: Session, limit: int, offset: int
+) -> tuple[list[dict[str, Any]], int]:
+    """One page of campaigns, newest first, with their progress (done / runs), outcome counts
+    and running runs; and the number of campaigns."""
+    total = session.execute(select(func.count(Campaign.id))).scalar_one()
+    rows = list(
+        session.scalars(select(Campaign).order_by(Campaign.id.desc()).limit(limit).offset(offset))
+    )
+    running = _running_counts(session, [c.id for c in rows])
+    page = []
+    for c in rows:
+        done = c.n_succeeded + c.n_failed + c.n_cancelled
+        page.append(
+            {
+                "id": c.id,
+                "name": c.name,
+                "network": c.network,
+                "status": c.status,
+                "n_runs": c.n_runs,
+                "n_scenarios": c.n_scenarios,
+                "done": done,
+                "succeeded": c.n_succeeded,
+                "failed": c.n_failed,
+                "cancelled": c.n_cancelled,
+                "running": running.get(c.id, 0),
+                "progress": done / c.n_runs if c.n_runs else 1.0,
+                "created_at": c.created_at,
+                "finished_at": c.finished_at,
+            }
+        )
+    return page, int(total)
+
+
+def _running_counts(session: Session, campaign_ids: list[int]) -> dict[int, int]:
+    """Running runs per campaign of the page: one query on the (campaign_id, status) index."""
+    if not campaign_ids:
+        return {}
+    rows = session.execute(
+        select(Run.campaign_id, func.count())
+        .where(Run.campaign_id.in_(campaign_ids), Run.status == RunStatus.RUNNING.value)
+        .group_by(Run.campaign_id)
+    ).all()
+    return {campaign_id: int(n) for campaign_id, n in rows}

@@ -215,7 +215,7 @@ def finish_run(
     metrics: dict[str, Any] | None = None,
 ) -> FinishOutcome:
     """Record the final status of attempt ``attempt`` (ignored when a later attempt owns the
-    run), its metrics (with the run's copies of its runtime and solve time, 0006), and the
+    run), its metrics (with the run's copy of its solve time, 0006), and the
     campaign totals; says whether this finished the campaign."""
     if not status.is_final:
         raise ValueError(f"finish_run needs a final status, not {status.value!r}")
@@ -230,7 +230,6 @@ def finish_run(
             zarr_group=zarr_group,
             lease_until=None,
             finished_at=now,
-            metric_runtime_seconds=None if metrics is None else metrics.get("runtime_seconds"),
             metric_solve_seconds=None if metrics is None else metrics.get("solve_seconds"),
         )
         .execution_options(**_NO_SYNC)
@@ -239,7 +238,7 @@ def finish_run(
     if finished.rowcount != 1:
         return FinishOutcome(recorded=False, campaign_id=campaign_id, campaign_finished=False)
     if metrics is not None:
-        missing = set(STATS_COLUMNS) - set(metrics)
+        missing = {*STATS_COLUMNS, "overhead_seconds"} - set(metrics)
         if missing:
             raise ValueError(f"metrics lack {sorted(missing)}")
         _upsert_metrics(session, {"run_id": run_id, "attempt": attempt, **metrics})
@@ -279,3 +278,16 @@ def recent_solve_seconds(
         if values:
             out[method] = float(values[len(values) // 2])
     return out
+
+
+def succeeded_runs(*, session: Session, scenario_ids: list[int]) -> list[Run]:
+    """The succeeded runs (references included) of the given scenarios, in id order."""
+    if not scenario_ids:
+        return []
+    return list(
+        session.scalars(
+            select(Run)
+            .where(Run.scenario_id.in_(scenario_ids), Run.status == RunStatus.SUCCEEDED.value)
+            .order_by(Run.id)
+        )
+    )

@@ -19,7 +19,7 @@ totals rows (rows inserted directly, as some tests do) is aggregated from its ru
 
 Percentiles (``percentile_cont``, exact): per percentile q a *pivot*, the (value, run id) at
 rank floor(q (n - 1)) of the configuration's n measured runs ordered by (value, id) (the runs
-copy the value: ``runs.metric_runtime_seconds`` / ``metric_solve_seconds``, in the order of
+copy the value: ``runs.metric_solve_seconds``, in the order of
 ``ix_runs_config_*``). Adding a run moves that rank by at most one and the pivot's own rank
 by at most one, so the pivot moves at most one index step (``_moved``); a reader needs the
 pivot and the one entry after it.
@@ -50,9 +50,8 @@ from raptorgrid.tables import Campaign, ConfigTotals, Run, RunMetrics
 from solvers.status import RunStatus
 
 PIVOTS: dict[str, tuple[str, float]] = {
-    "runtime_p50": ("metric_runtime_seconds", 0.5),
-    "runtime_p95": ("metric_runtime_seconds", 0.95),
     "solve_p50": ("metric_solve_seconds", 0.5),
+    "solve_p95": ("metric_solve_seconds", 0.95),
 }
 """Pivot column of ``config_totals`` -> (the ``runs`` column it ranks, quantile)."""
 SUCCEEDED = RunStatus.SUCCEEDED.value
@@ -188,9 +187,11 @@ def _runs_with_totals(session: Session, run_ids: Iterable[int]) -> list[Any]:
             Run.config_label,
             Run.is_reference,
             Run.status,
-            Run.metric_runtime_seconds,
             Run.metric_solve_seconds,
             RunMetrics.run_id.label("measured"),
+            RunMetrics.compile_seconds,
+            RunMetrics.load_seconds,
+            RunMetrics.overhead_seconds,
             RunMetrics.accepted,
             RunMetrics.rejected,
             RunMetrics.newton_iterations,
@@ -250,6 +251,8 @@ def add_final(*, session: Session, run_ids: list[int]) -> None:
             t["sum_accepted"] += r.accepted
             t["sum_rejected"] += r.rejected
             t["sum_newton_iterations"] += r.newton_iterations
+            t["sum_compile_seconds"] += r.compile_seconds + r.load_seconds
+            t["sum_overhead_seconds"] += r.overhead_seconds
             t["min_accepted"] = _least(t["min_accepted"], r.accepted)
             t["max_accepted"] = _greatest(t["max_accepted"], r.accepted)
             for name, (column, q) in PIVOTS.items():
@@ -320,28 +323,29 @@ def rebuild(*, session: Session, campaign_id: int) -> None:
 
 
 COPY_SQL = (
-    "UPDATE runs SET metric_runtime_seconds = NULL, metric_solve_seconds = NULL "
-    "WHERE campaign_id = :campaign_id "
-    "AND (metric_runtime_seconds IS NOT NULL OR metric_solve_seconds IS NOT NULL) "
+    "UPDATE runs SET metric_solve_seconds = NULL "
+    "WHERE campaign_id = :campaign_id AND metric_solve_seconds IS NOT NULL "
     "AND NOT EXISTS (SELECT 1 FROM run_metrics AS m WHERE m.run_id = runs.id)",
-    "UPDATE runs SET (metric_runtime_seconds, metric_solve_seconds) = "
-    "(SELECT m.runtime_seconds, m.solve_seconds FROM run_metrics AS m WHERE m.run_id = runs.id) "
+    "UPDATE runs SET metric_solve_seconds = "
+    "(SELECT m.solve_seconds FROM run_metrics AS m WHERE m.run_id = runs.id) "
     "WHERE campaign_id = :campaign_id AND EXISTS (SELECT 1 FROM run_metrics AS m "
-    "WHERE m.run_id = runs.id AND (runs.metric_runtime_seconds IS NULL "
-    "OR runs.metric_solve_seconds IS NULL OR m.runtime_seconds <> runs.metric_runtime_seconds "
+    "WHERE m.run_id = runs.id AND (runs.metric_solve_seconds IS NULL "
     "OR m.solve_seconds <> runs.metric_solve_seconds))",
 )
-"""The runs' copies of their metrics made equal to ``run_metrics``."""
+"""The runs' copies of their solve time made equal to ``run_metrics``."""
 REBUILD_SQL = """
 INSERT INTO config_totals (
     campaign_id, method, config_label, is_reference, first_run, runs, succeeded, failed,
     measured, sum_accepted, min_accepted, max_accepted, sum_rejected, sum_newton_iterations,
-    scored, qualified_runs, max_state_error, max_voltage_mae, max_kcl)
+    sum_compile_seconds, sum_overhead_seconds, scored, qualified_runs, max_state_error,
+    max_voltage_mae, max_kcl)
 SELECT r.campaign_id, r.method, r.config_label, r.is_reference, min(r.id), count(r.id),
     sum(CASE WHEN r.status = 'succeeded' THEN 1 ELSE 0 END),
     sum(CASE WHEN r.status = 'failed' THEN 1 ELSE 0 END),
     count(m.run_id), coalesce(sum(m.accepted), 0), min(m.accepted), max(m.accepted),
-    coalesce(sum(m.rejected), 0), coalesce(sum(m.newton_iterations), 0), count(m.scored_at),
+    coalesce(sum(m.rejected), 0), coalesce(sum(m.newton_iterations), 0),
+    coalesce(sum(m.compile_seconds + m.load_seconds), 0), coalesce(sum(m.overhead_seconds), 0),
+    count(m.scored_at),
     sum(CASE WHEN r.status = 'succeeded' AND m.qualified THEN 1 ELSE 0 END),
     max(m.state_error), max(m.voltage_mae), max(m.kcl_max)
 FROM runs AS r LEFT JOIN run_metrics AS m ON m.run_id = r.id

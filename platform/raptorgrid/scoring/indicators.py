@@ -7,10 +7,14 @@
   zenith, not its nadir, is the frequency excursion);
 * lowest bus voltage (``V[...]`` outputs), its time, and the time after it from which every bus
   stays at or above 0.9 pu (None when it never recovers; the dip time when it never dipped);
-* verdict: stable when the angle spread stays below 180 deg (``STABILITY_CRITERION``) and the
-  trajectory is finite;
-* severity: spread / 180 deg + max(0, 1 - lowest voltage): >= 1 is unstable by the criterion; it
-  ranks contingencies (larger = worse).
+* transient stability index (TSI, the index of DSATools' TSAT): with delta_max the largest
+  rotor-angle separation between any two machines over the horizon (deg),
+  TSI = 100 (360 - delta_max) / (360 + delta_max), in (-100, 100]; TSI > 0 is stable;
+* verdict: stable when TSI > 0 (delta_max < 360 deg) and the trajectory is finite; a network
+  without machine angles is judged on finiteness alone;
+* severity: delta_max / 360 deg, the ranking key (larger = worse), so severity >= 1 exactly when
+  TSI <= 0 (unstable); a non-finite trajectory has severity >= 1. Voltage and frequency
+  excursions are reported beside it, not mixed into it.
 """
 
 from __future__ import annotations
@@ -21,9 +25,21 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-ANGLE_LIMIT_DEG = 180.0
+ANGLE_LIMIT_DEG = 360.0
 VOLTAGE_RECOVERY_PU = 0.9
-STABILITY_CRITERION = f"max rotor-angle spread < {ANGLE_LIMIT_DEG:g} deg over the horizon"
+STABILITY_CRITERION = (
+    f"TSI > 0: largest rotor-angle separation < {ANGLE_LIMIT_DEG:g} deg over the horizon"
+)
+SEVERITY_DEFINITION = (
+    "severity = largest rotor-angle separation between two machines over the horizon / 360 deg "
+    "(>= 1 is unstable); TSI = 100 (1 - severity) / (1 + severity), > 0 stable (DSATools TSAT); "
+    "a non-finite trajectory is unstable with severity >= 1"
+)
+
+
+def tsi(severity: float) -> float:
+    """The transient stability index from the severity (delta_max / 360 deg)."""
+    return 100.0 * (1.0 - severity) / (1.0 + severity)
 
 
 @dataclass(frozen=True)
@@ -81,10 +97,8 @@ def stability_indicators(ds: xr.Dataset, *, f_hz: float = 60.0) -> Indicators:
             recovery = vmin_t
         elif k + below[-1] + 1 < len(t):
             recovery = float(t[k + below[-1] + 1])
-    stable = finite and spread is not None and spread < ANGLE_LIMIT_DEG
-    severity = (spread or 0.0) / ANGLE_LIMIT_DEG + max(
-        0.0, 1.0 - (vmin if vmin is not None else 1.0)
-    )
+    stable = finite and (spread is None or spread < ANGLE_LIMIT_DEG)
+    severity = (spread or 0.0) / ANGLE_LIMIT_DEG
     if not finite:
         severity = max(severity, 1.0)
     return Indicators(

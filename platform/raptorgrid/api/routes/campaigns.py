@@ -1,4 +1,5 @@
-"""/campaigns: submit, read with progress counts, list runs, per-method stats, cancel, delete.
+"""/campaigns: submit, read with progress counts, list runs, cancel, delete
+(per-method statistics: ``routes/stats.py``).
 
 Submitting, cancelling and deleting need an API token; a campaign belongs to its submitter and
 only its owner (or an admin) may cancel or delete it. Reads follow ``read_requires_token``.
@@ -26,8 +27,6 @@ from raptorgrid.api.schemas import (
     CampaignCreate,
     CampaignCreated,
     CampaignPublic,
-    CampaignStats,
-    MethodStatsPublic,
     RunsPublic,
 )
 from raptorgrid.submission import IdempotencyConflict, submit_campaign
@@ -131,17 +130,6 @@ def read_campaign_runs(
     )
     data = [run_public(run, metrics) for run, metrics in rows]
     return RunsPublic(data=data, count=total, limit=limit, offset=offset)
-
-
-@router.get("/{campaign_id}/stats", response_model=CampaignStats)
-def read_campaign_stats(campaign_id: int, session: SessionDep) -> CampaignStats:
-    """Per method configuration: runs, outcomes, median runtime and mean work counters."""
-    if repo.get_campaign(session=session, campaign_id=campaign_id) is None:
-        raise not_found("campaign", campaign_id)
-    rows = repo.method_summary(session=session, campaign_id=campaign_id)
-    return CampaignStats(
-        campaign_id=campaign_id, methods=[MethodStatsPublic(**r.as_dict()) for r in rows]
-    )
 
 
 @router.post("/{campaign_id}/cancel", response_model=CampaignPublic, responses=AUTH_ERRORS)

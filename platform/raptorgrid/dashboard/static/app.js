@@ -1,9 +1,25 @@
-// raptorgrid dashboard: reads the results API and draws tables and inline-SVG plots.
+// raptorgrid dashboard: reads the results API and draws tables and Plotly charts (Plotly.js is
+// the bundle of the plotly Python package, served by the API as /dashboard/vendor/plotly.min.js).
+// URL query (all optional): ?campaign=ID&var=NAME&runs=ID,ID&view=trajectories (the last hides
+// the tables and the runtime charts).
 "use strict";
-const COLORS = ["#e63946", "#1d3557", "#2a9d8f", "#f4a261", "#6a4c93", "#8d99ae", "#588157"];
+const COLORS = ["#e63946", "#1d3557", "#2a9d8f", "#f4a261", "#6a4c93", "#8d99ae", "#588157",
+  "#bc6c25"];
+const REF_COLORS = ["#000000", "#555555", "#999999"];
+const UNITS = { V: "pu", omega: "pu", delta: "rad", theta: "rad", Pe: "pu" };
+const MAX_POINTS = 5000;  // per trajectory: the whole evaluation grid of most campaigns
+const DEFAULT_RUNS = 4;  // runs overlaid by default: the first scenario's, up to this many
+const PLOT_CONFIG = { responsive: true, displaylogo: false };
 const params = new URLSearchParams(location.search);
 let current = params.get("campaign") ? Number(params.get("campaign")) : null;
+const view = {  // what the trajectory charts show; the URL's var and runs seed it
+  variable: params.get("var"),
+  runs: (params.get("runs") || "").split(",").map(Number).filter((n) => n > 0),
+  names: null,  // variable names of the campaign's runs (one network per campaign)
+  namesOf: null,  // the campaign those names belong to
+};
 let timer = null;
+if (params.get("view") === "trajectories") document.body.classList.add("trajectories-only");
 
 async function api(path) {
   const response = await fetch(path);
@@ -15,6 +31,8 @@ const fmt = (v, digits = 3) => (v === null || v === undefined ? "–"
   : Number(v).toFixed(digits));
 const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;",
   ">": "&gt;", '"': "&quot;" }[c]));
+const unitOf = (name) => UNITS[(/^[A-Za-z_]+/.exec(name) || [""])[0]] ?? null;
+const withUnit = (text, name) => (unitOf(name) ? `${text} (${unitOf(name)})` : text);
 
 function table(el, columns, rows, onClick) {
   const head = "<tr>" + columns.map((c) => `<th class="${c.l ? "l" : ""}">${c.h}</th>`).join("")
@@ -27,69 +45,201 @@ function table(el, columns, rows, onClick) {
     tr.addEventListener("click", () => onClick(rows[Number(tr.dataset.i)])));
 }
 
-function scatter(el, points, xKey, yKey, xLabel, yLabel, logY) {
-  const W = 460, H = 300, L = 60, B = 40, T = 10, R = 110;
-  const ok = points.filter((p) => p[xKey] > 0 && p[yKey] !== null && (!logY || p[yKey] > 0));
-  if (!ok.length) { el.innerHTML = "<p class='note'>no scored runs yet</p>"; return; }
-  const lx = ok.map((p) => Math.log10(p[xKey]));
-  const ly = ok.map((p) => (logY ? Math.log10(p[yKey]) : p[yKey]));
-  const [x0, x1] = pad(Math.min(...lx), Math.max(...lx));
-  const [y0, y1] = pad(Math.min(...ly), Math.max(...ly));
-  const sx = (v) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
-  const sy = (v) => H - B - ((v - y0) / (y1 - y0)) * (H - B - T);
-  const methods = [...new Set(ok.map((p) => p.method))];
-  let svg = `<svg width="${W}" height="${H}" xmlns="http://www.w3.org/2000/svg">`;
-  svg += `<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" stroke="#333"/>`;
-  svg += `<line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" stroke="#333"/>`;
-  svg += `<text x="${(L + W - R) / 2}" y="${H - 8}" text-anchor="middle">${xLabel}</text>`;
-  svg += `<text x="12" y="${(H - B) / 2}" transform="rotate(-90 12 ${(H - B) / 2})"
-    text-anchor="middle">${yLabel}</text>`;
-  for (const [v, s, a] of [[x0, sx, "x"], [x1, sx, "x"], [y0, sy, "y"], [y1, sy, "y"]]) {
-    const label = a === "x" || logY ? "1e" + v.toFixed(1) : fmt(v);
-    svg += a === "x" ? `<text x="${s(v)}" y="${H - B + 14}" text-anchor="middle"
-      font-size="10">${label}</text>` : `<text x="${L - 4}" y="${s(v)}" text-anchor="end"
-      font-size="10">${label}</text>`;
+// ---- charts --------------------------------------------------------------------------------
+// A linear axis, or (with the values it shows) a log axis labelled 10^k: one tick per decade
+// over 2-6 decades, Plotly's choice otherwise (1-2-5 steps within a decade, 10^2k over many).
+function axis(title, logValues) {
+  const a = { title: { text: title }, type: logValues ? "log" : "linear",
+    exponentformat: "power", showexponent: "all", ticks: "outside", showline: true, mirror: true,
+    linecolor: "#444", gridcolor: "#e9ecef", zeroline: false, automargin: true };
+  const v = (logValues || []).flat().filter((x) => x > 0);
+  const decades = v.length ? Math.log10(Math.max(...v) / Math.min(...v)) : 0;
+  if (decades >= 2 && decades <= 6) a.dtick = 1;
+  return a;
+}
+function layout(xaxis, yaxis, revision, message, height = 400) {
+  return { xaxis, yaxis, height, margin: { l: 70, r: 16, t: 32, b: 40 },
+    paper_bgcolor: "#fff", plot_bgcolor: "#fff", hovermode: "closest", uirevision: revision,
+    font: { family: "system-ui, sans-serif", size: 12 }, showlegend: true,
+    legend: { orientation: "h", x: 0, y: -0.16, yanchor: "top" },
+    annotations: message ? [{ text: message, showarrow: false, xref: "paper", yref: "paper",
+      x: 0.5, y: 0.5, font: { size: 14, color: "#555" } }] : [] };
+}
+const draw = (id, traces, lay) => Plotly.react(document.getElementById(id), traces, lay,
+  PLOT_CONFIG);
+
+function pointText(p) {
+  return `<b>${esc(p.method)}</b> ${esc(p.config)}<br>runtime ${fmt(p.runtime_s)} s`
+    + `<br>state error ${fmt(p.state_error)}<br>mean accepted advances ${fmt(p.mean_accepted, 1)}`
+    + (p.qualified ? "" : "<br>not accuracy-qualified")
+    + (p.on_front ? "<br>on the Pareto front" : "");
+}
+
+function methodTraces(points, yKey) {
+  const methods = [...new Set(points.map((p) => p.method))];
+  return methods.map((m, i) => {
+    const pts = points.filter((p) => p.method === m && p[yKey] > 0);
+    const color = COLORS[i % COLORS.length];
+    return { type: "scatter", mode: "markers", name: m, x: pts.map((p) => p.runtime_s),
+      y: pts.map((p) => p[yKey]), text: pts.map(pointText), hovertemplate: "%{text}<extra></extra>",
+      marker: { color, size: 11, line: { color, width: 2 },
+        symbol: pts.map((p) => (p.qualified ? "circle" : "circle-open")) } };
+  });
+}
+
+async function drawPareto(pareto, thresholds, revision) {
+  const pts = pareto.points.filter((p) => p.runtime_s > 0 && p.state_error > 0);
+  const runtimes = pts.map((p) => p.runtime_s);
+  const xTitle = "median solve time per run (s)";
+  const front = pts.filter((p) => p.on_front).sort((a, b) => a.runtime_s - b.runtime_s);
+  const accuracy = methodTraces(pts, "state_error");
+  if (front.length) accuracy.push({ type: "scatter", mode: "lines", name: "Pareto front",
+    x: front.map((p) => p.runtime_s), y: front.map((p) => p.state_error), hoverinfo: "skip",
+    line: { color: "#000", width: 1.5, dash: "dot" } });
+  const limit = thresholds?.state_error;
+  if (pts.length && limit > 0) {
+    accuracy.push({ type: "scatter", mode: "lines", name: `threshold ${fmt(limit)}`,
+      x: [Math.min(...runtimes), Math.max(...runtimes)], y: [limit, limit], hoverinfo: "skip",
+      line: { color: "#c92a2a", width: 1, dash: "dash" } });
   }
-  ok.forEach((p, i) => {
-    const c = COLORS[methods.indexOf(p.method) % COLORS.length];
-    svg += `<circle cx="${sx(lx[i])}" cy="${sy(ly[i])}" r="${p.on_front ? 6 : 4}" fill="${c}"
-      stroke="${p.on_front ? "#000" : "none"}"><title>${esc(p.method)} ${esc(p.config)}</title>
-      </circle>`;
-  });
-  methods.forEach((m, i) => {
-    svg += `<circle cx="${W - R + 14}" cy="${T + 10 + 16 * i}" r="5"
-      fill="${COLORS[i % COLORS.length]}"/><text x="${W - R + 24}" y="${T + 14 + 16 * i}"
-      font-size="11">${esc(m)}</text>`;
-  });
-  el.innerHTML = svg + "</svg>";
-}
-function pad(a, b) { return a === b ? [a - 0.5, b + 0.5] : [a - 0.05 * (b - a), b + 0.05 * (b - a)]; }
-
-function lines(el, series) {
-  const W = 940, H = 280, L = 60, B = 30, T = 10, R = 140;
-  const all = series.flatMap((s) => s.t.map((t, i) => [t, s.v[i]])).filter((p) => p[1] !== null);
-  if (!all.length) { el.innerHTML = "<p class='note'>no data</p>"; return; }
-  const [x0, x1] = pad(Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0])));
-  const [y0, y1] = pad(Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1])));
-  const sx = (v) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
-  const sy = (v) => H - B - ((v - y0) / (y1 - y0)) * (H - B - T);
-  let svg = `<svg width="${W}" height="${H}" xmlns="http://www.w3.org/2000/svg">`;
-  svg += `<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" stroke="#333"/>`;
-  svg += `<line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" stroke="#333"/>`;
-  svg += `<text x="${(L + W - R) / 2}" y="${H - 4}" text-anchor="middle">t (s)</text>`;
-  svg += `<text x="${L - 4}" y="${sy(y0)}" text-anchor="end" font-size="10">${fmt(y0)}</text>`;
-  svg += `<text x="${L - 4}" y="${sy(y1) + 10}" text-anchor="end" font-size="10">${fmt(y1)}</text>`;
-  series.forEach((s, k) => {
-    const pts = s.t.map((t, i) => (s.v[i] === null ? null : `${sx(t)},${sy(s.v[i])}`))
-      .filter(Boolean).join(" ");
-    svg += `<polyline points="${pts}" fill="none" stroke="${COLORS[k % COLORS.length]}"
-      stroke-width="1.5" ${s.dash ? 'stroke-dasharray="5,3"' : ""}/>`;
-    svg += `<text x="${W - R + 8}" y="${T + 14 + 16 * k}" font-size="11"
-      fill="${COLORS[k % COLORS.length]}">${esc(s.name)}</text>`;
-  });
-  el.innerHTML = svg + "</svg>";
+  const empty = pts.length ? null : "no scored runs yet";
+  await draw("plot-accuracy", accuracy, layout(axis(xTitle, runtimes),
+    axis("worst normalized state error (–)", [...pts.map((p) => p.state_error), limit]),
+    revision, empty));
+  await draw("plot-advances", methodTraces(pts, "mean_accepted"), layout(axis(xTitle, runtimes),
+    axis("mean accepted advances per run", pts.map((p) => p.mean_accepted)), revision, empty));
 }
 
+// The reference's values at the run's times (linear; null outside its span or next to a gap).
+function interpolate(t, rt, rv) {
+  if (t.length === rt.length && t.every((x, i) => x === rt[i])) return rv;
+  if (rt.length < 2) return t.map((x) => (x === rt[0] ? rv[0] : null));
+  let j = 0;
+  return t.map((x) => {
+    if (x === null || x < rt[0] || x > rt[rt.length - 1]) return null;
+    while (j < rt.length - 2 && rt[j + 1] < x) j++;
+    const [t0, t1, v0, v1] = [rt[j], rt[j + 1], rv[j], rv[j + 1]];
+    if (v0 === null || v1 === null) return null;
+    return t1 === t0 ? v0 : v0 + ((v1 - v0) * (x - t0)) / (t1 - t0);
+  });
+}
+
+// Variable names of a run: the trajectory route answers an unknown name with a 422 whose detail
+// lists the valid ones ("unknown variable '…'; valid: ['delta[gen1]', …]").
+async function variableNames(runId) {
+  const path = `/runs/${runId}/trajectory?vars=__list_variables__&reference=false`;
+  const response = await fetch(path);
+  const body = await response.json().catch(() => ({}));
+  const detail = typeof body.detail === "string" ? body.detail : "";
+  const at = detail.indexOf("valid: [");
+  if (response.status !== 422 || at < 0) throw new Error(`${path}: ${response.status}`);
+  const names = [...detail.slice(at).matchAll(/'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"/g)]
+    .map((m) => m[1] ?? m[2]);
+  return [...new Set(names)];  // a state may also be an output of the same name
+}
+
+function selectedRuns() {
+  return [...document.getElementById("run-select").selectedOptions].map((o) => Number(o.value));
+}
+
+async function drawTrajectories() {
+  const name = document.getElementById("var-select").value;
+  const ids = selectedRuns();
+  const revision = `${current}:${name}`;
+  const traj = document.getElementById("plot-trajectory");
+  const error = document.getElementById("plot-error");
+  const note = document.getElementById("error-note");
+  const bodies = await Promise.all(ids.map((id) => api(
+    `/runs/${id}/trajectory?vars=${encodeURIComponent(name)}&max_points=${MAX_POINTS}`)));
+  const lines = [], errors = [], refs = new Map();
+  let thinned = false;
+  bodies.forEach((b, k) => {
+    const color = COLORS[k % COLORS.length];
+    const label = `run ${b.run_id}: ${b.method} ${b.config}`;
+    const v = b.series[name];
+    lines.push({ type: "scatter", mode: "lines", name: label, x: b.time, y: v,
+      line: { color, width: 1.5 }, hovertemplate: `${esc(label)}<br>t %{x:.4f} s<br>%{y:.6g}`
+        + "<extra></extra>" });
+    if (!b.reference) return;
+    thinned = thinned || b.downsampled || b.reference.downsampled;
+    if (!refs.has(b.reference.run_id)) refs.set(b.reference.run_id, { ...b.reference,
+      scenario: b.scenario });
+    const r = interpolate(b.time, b.reference.time, b.reference.series[name]);
+    const diff = v.map((y, i) => (y === null || r[i] === null || y === r[i] ? null
+      : Math.abs(y - r[i])));
+    errors.push({ type: "scatter", mode: "lines", name: label, x: b.time, y: diff,
+      line: { color, width: 1.5 },
+      hovertemplate: `${esc(label)}<br>t %{x:.4f} s<br>|error| %{y:.3e}<extra></extra>` });
+  });
+  [...refs.values()].forEach((r, k) => {
+    const label = refs.size > 1 ? `reference run ${r.run_id} (${r.scenario})` : "reference";
+    lines.push({ type: "scatter", mode: "lines", name: label, x: r.time, y: r.series[name],
+      line: { color: REF_COLORS[k % REF_COLORS.length], width: 2, dash: "dash" },
+      hovertemplate: `${esc(label)}<br>t %{x:.4f} s<br>%{y:.6g}<extra></extra>` });
+  });
+  const scenarios = [...new Set(bodies.map((b) => b.scenario))];
+  note.textContent = (scenarios.length ? `scenario${scenarios.length > 1 ? "s" : ""}: ${
+    scenarios.join("; ")}. ` : "") + (thinned ? `Downsampled to ≤ ${MAX_POINTS} points: the`
+    + " reference is interpolated linearly onto each run's times." : "");
+  const empty = ids.length ? null : "no run selected";
+  await draw("plot-trajectory", lines, layout(axis("t (s)"), axis(withUnit(name, name)),
+    revision, empty, 480));
+  await draw("plot-error", errors, layout(axis("t (s)"),
+    axis(withUnit(`|${name} − reference|`, name), errors.map((e) => e.y)), revision,
+    empty || (errors.length ? null : "no reference trajectory"), 480));
+  traj.dataset.shownVar = error.dataset.shownVar = name;
+  traj.dataset.shownRuns = error.dataset.shownRuns = ids.join(",");
+}
+
+async function loadTrajectories(runs, scenarioLabels) {
+  const select = document.getElementById("run-select");
+  const ids = new Set(runs.map((r) => r.id));
+  let chosen = view.runs.filter((id) => ids.has(id));
+  if (!chosen.length && runs.length) {
+    const first = runs[0].scenario_id;
+    chosen = runs.filter((r) => r.scenario_id === first).slice(0, DEFAULT_RUNS).map((r) => r.id);
+  }
+  view.runs = chosen;
+  select.innerHTML = runs.map((r) => `<option value="${r.id}" ${chosen.includes(r.id)
+    ? "selected" : ""}>run ${r.id}: ${esc(r.method)} ${esc(r.config_label)} · ${
+    esc(scenarioLabels[r.scenario_id] ?? `scenario ${r.scenario_id}`)}</option>`).join("");
+  if (!runs.length) {
+    document.getElementById("var-select").innerHTML = "";
+    return drawTrajectories();
+  }
+  if (view.namesOf !== current) {
+    view.names = await variableNames(runs[0].id);
+    view.namesOf = current;
+  }
+  const names = view.names;
+  if (!names.includes(view.variable)) {
+    view.variable = names.find((n) => n.startsWith("omega[")) ?? names[0];
+  }
+  document.getElementById("var-select").innerHTML = names.map((n) => `<option value="${esc(n)}"${
+    n === view.variable ? " selected" : ""}>${esc(withUnit(n, n))}</option>`).join("");
+  await drawTrajectories();
+}
+
+function remember() {  // the shown selection into the URL (reload and share keep it)
+  const query = new URLSearchParams(location.search);
+  query.set("campaign", current);
+  query.set("var", view.variable);
+  query.set("runs", view.runs.join(","));
+  history.replaceState(null, "", `?${query}${location.hash}`);
+}
+
+async function changed() {
+  view.variable = document.getElementById("var-select").value;
+  view.runs = selectedRuns();
+  remember();
+  try {
+    await drawTrajectories();
+  } catch (e) {
+    document.getElementById("status").textContent = `error: ${e.message}`;
+  }
+}
+
+// ---- page ----------------------------------------------------------------------------------
 async function loadCampaigns() {
   const list = await api("/campaigns?limit=50");
   if (current === null && list.data.length) current = list.data[0].id;
@@ -101,7 +251,12 @@ async function loadCampaigns() {
       Math.round(100 * c.progress)}%"></span></span> ${c.done}/${c.n_runs}` },
     { h: "succeeded", f: (c) => c.succeeded }, { h: "failed", f: (c) => c.failed },
     { h: "running", f: (c) => c.running },
-  ], list.data, (c) => { current = c.id; refresh(); });
+  ], list.data, (c) => {
+    if (c.id !== current) view.runs = [];
+    current = c.id;
+    remember();
+    refresh();
+  });
   return list.data.find((c) => c.id === current);
 }
 
@@ -109,9 +264,10 @@ async function loadDetail(c) {
   document.getElementById("detail").hidden = false;
   document.getElementById("title").textContent = `Campaign ${c.id}: ${c.name} (${c.network})`;
   const base = `/campaigns/${c.id}`;
-  const [stats, t1, pareto, ranking, failures] = await Promise.all([
+  const [stats, t1, pareto, ranking, failures, runs] = await Promise.all([
     api(`${base}/stats?limit=200`), api(`${base}/stats/table1`), api(`${base}/stats/pareto`),
-    api(`${base}/stats/ranking?limit=20`), api(`${base}/stats/failures?limit=50`)]);
+    api(`${base}/stats/ranking?limit=50`), api(`${base}/stats/failures?limit=50`),
+    api(`${base}/runs?status=succeeded&limit=500`)]);
   document.getElementById("t1-subject").textContent = t1.subject_config === null
     ? `${t1.subject}: no accuracy-qualified configuration`
     : `${t1.subject} ${t1.subject_config}: ${fmt(t1.subject_runtime_s)} s, state error ${
@@ -125,9 +281,12 @@ async function loadDetail(c) {
   ], t1.rows);
   table(document.getElementById("methods"), [
     { h: "method", l: 1, f: (m) => esc(m.method) }, { h: "config", l: 1, f: (m) => esc(m.config) },
-    { h: "runs", f: (m) => m.runs }, { h: "success", f: (m) => fmt(100 * m.success_rate, 0) + "%" },
-    { h: "median s", f: (m) => fmt(m.median_runtime_s) }, { h: "p95 s", f: (m) => fmt(m.p95_runtime_s) },
-    { h: "solve s", f: (m) => fmt(m.median_solve_s) },
+    { h: "runs", f: (m) => m.runs ?? "–" },
+    { h: "success", f: (m) => (m.success_rate == null ? "–" : fmt(100 * m.success_rate, 0) + "%") },
+    { h: "runtime s (median)", f: (m) => fmt(m.median_runtime_s) },
+    { h: "p95 s", f: (m) => fmt(m.p95_runtime_s) },
+    { h: "compile s", f: (m) => fmt(m.mean_compile_s) },
+    { h: "overhead s", f: (m) => fmt(m.mean_overhead_s) },
     { h: "accepted (min–max)", f: (m) => `${fmt(m.mean_accepted, 1)} (${m.min_accepted ?? "–"}–${
       m.max_accepted ?? "–"})` },
     { h: "rejected", f: (m) => fmt(m.mean_rejected, 1) },
@@ -136,11 +295,6 @@ async function loadDetail(c) {
     { h: "max V MAE", f: (m) => fmt(m.max_voltage_mae) },
     { h: "qualified", f: (m) => (m.qualified ? "yes" : `<span class="bad">no</span>`) },
   ], stats.methods);
-  const pts = pareto.points;
-  scatter(document.getElementById("plot-accuracy"), pts, "runtime_s", "state_error",
-    "median solve time (s, log)", "max state error (log)", true);
-  scatter(document.getElementById("plot-advances"), pts, "runtime_s", "mean_accepted",
-    "median solve time (s, log)", "mean accepted advances", false);
   table(document.getElementById("ranking"), [
     { h: "#", f: (r) => r.rank }, { h: "scenario", l: 1, f: (r) => esc(r.label) },
     { h: "severity", f: (r) => fmt(r.severity) },
@@ -149,34 +303,16 @@ async function loadDetail(c) {
     { h: "recovers s", f: (r) => fmt(r.voltage_recovery_t) },
     { h: "nadir Hz", f: (r) => fmt(r.frequency_nadir_hz) },
     { h: "verdict", l: 1, f: (r) => (r.stable ? "stable" : `<span class="bad">unstable</span>`) },
-  ], ranking.data);
+  ], ranking.data.slice(0, 20));
   table(document.getElementById("failures"), [
     { h: "run", f: (r) => r.run_id }, { h: "method", l: 1, f: (r) => esc(r.method) },
     { h: "config", l: 1, f: (r) => esc(r.config) }, { h: "scenario", l: 1, f: (r) => esc(r.scenario) },
     { h: "reason", l: 1, f: (r) => esc(r.reason) }, { h: "message", l: 1, f: (r) => esc(r.message) },
   ], failures.data);
   if (!failures.count) document.getElementById("failures").innerHTML = "<tr><td>none</td></tr>";
-  const runs = await api(`${base}/runs?status=succeeded&limit=500`);
-  const select = document.getElementById("run-select");
-  const chosen = select.value;
-  select.innerHTML = runs.data.filter((r) => !r.config_label.startsWith("reference"))
-    .map((r) => `<option value="${r.id}">run ${r.id}: ${esc(r.method)} ${esc(r.config_label)} · ${
-      esc(r.scenario_id)}</option>`).join("");
-  if (chosen) select.value = chosen;
-  if (select.value) await plotTrajectory();
-}
-
-async function plotTrajectory() {
-  const run = document.getElementById("run-select").value;
-  const name = document.getElementById("var-input").value;
-  const el = document.getElementById("plot-trajectory");
-  try {
-    const tr = await api(`/runs/${run}/trajectory?vars=${encodeURIComponent(name)}&max_points=600`);
-    const series = [{ name: `${tr.method} ${tr.config}`, t: tr.time, v: tr.series[name] }];
-    if (tr.reference) series.push({ name: "reference", t: tr.reference.time,
-      v: tr.reference.series[name], dash: true });
-    lines(el, series);
-  } catch (e) { el.innerHTML = `<p class="bad">${esc(e.message)}</p>`; }
+  await drawPareto(pareto, stats.thresholds, String(c.id));
+  const labels = Object.fromEntries(ranking.data.map((r) => [r.scenario_id, r.label]));
+  await loadTrajectories(runs.data.filter((r) => !r.config_label.startsWith("reference")), labels);
 }
 
 async function refresh() {
@@ -184,12 +320,13 @@ async function refresh() {
     const c = await loadCampaigns();
     if (c) await loadDetail(c);
     document.getElementById("status").textContent = `updated ${new Date().toLocaleTimeString()}`;
-    document.body.dataset.ready = "1";
+    document.body.dataset.ready = "1";  // after every chart above was drawn
     clearTimeout(timer);
     if (c && c.status === "running") timer = setTimeout(refresh, 2000);
   } catch (e) {
     document.getElementById("status").textContent = `error: ${e.message}`;
   }
 }
-document.getElementById("plot-button").addEventListener("click", plotTrajectory);
+document.getElementById("var-select").addEventListener("change", changed);
+document.getElementById("run-select").addEventListener("change", changed);
 refresh();
