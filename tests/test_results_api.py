@@ -231,6 +231,10 @@ def test_trajectory_by_name_with_reference(campaign) -> None:
     assert body["reference"]["series"]["V[bus7]"] and body["reference"]["run_id"] != run["id"]
     bad = client.get(f"/runs/{run['id']}/trajectory", params={"vars": "nope"}, headers=HEADERS)
     assert bad.status_code == 422 and "delta[gen1]" in bad.json()["detail"]
+    listed = {v["name"]: v for v in get(client, f"/runs/{run['id']}/variables")["variables"]}
+    assert set(listed) == {str(n) for d in ("state", "algebraic", "output") for n in ds[d].values}
+    assert listed["V[bus7]"]["unit"] == "pu" and listed["V[bus7]"]["kind"] == "output"
+    assert (listed["delta[gen1]"]["units"], listed["delta[gen1]"]["unit"]) == ("rad", "rad")
 
 
 def test_dashboard_is_served(campaign) -> None:

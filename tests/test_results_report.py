@@ -51,7 +51,8 @@ def test_report_writes_plots_and_html_with_the_campaign_numbers(
     worst = data.trajectories[0]
     assert worst.label == data.ranking[0]["label"]
     assert (worst.method["method"], worst.method["config"]) == (
-        "raptor", data.table_one["subject_config"]
+        "raptor",
+        data.table_one["subject_config"],
     )  # Table I's subject at its fastest qualified configuration, over the reference
     assert worst.reference is not None and worst.reference["run_id"] != worst.method["run_id"]
     page = files.html.read_text()

@@ -14,9 +14,11 @@ from typing import Annotated, Any
 import numpy as np
 import xarray as xr
 from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel
 from sqlalchemy import select
 
 from raptorgrid import repository as repo
+from raptorgrid import variables
 from raptorgrid.api.deps import ReadAccess, SessionDep, SettingsDep
 from raptorgrid.api.errors import not_found
 from raptorgrid.tables import Run
@@ -88,6 +90,51 @@ def _names(vars_: list[str]) -> list[str]:
     return names
 
 
+class VariablePublic(BaseModel):
+    name: str
+    kind: str
+    """state, algebraic or output"""
+    units: str
+    """CF-style units ("1": dimensionless, per unit)"""
+    unit: str
+    """as an axis label shows it (pu, rad, ...; empty when unknown)"""
+    long_name: str
+
+
+class RunVariables(BaseModel):
+    run_id: int
+    variables: list[VariablePublic]
+
+
+@router.get("/{run_id}/variables", response_model=RunVariables)
+def read_run_variables(run_id: int, session: SessionDep, settings: SettingsDep) -> RunVariables:
+    """The run's variable names (states, algebraic variables, outputs) with their units."""
+    run, _ = _stored_run(session, run_id)
+    ds = open_run(settings.zarr_root, run.campaign_id, run_id)
+    return RunVariables(
+        run_id=run_id,
+        variables=[
+            VariablePublic(
+                name=name, kind=kind, unit=variables.display_unit(name), **variables.describe(name)
+            )  # fmt: skip
+            for name, kind in variables.variable_names(ds)
+        ],
+    )
+
+
+def _stored_run(session: Any, run_id: int) -> tuple[Run, Any]:
+    """The run and its scenario; 404 when there is no such run, 409 when it has no data."""
+    found = repo.get_run(session=session, run_id=run_id)
+    if found is None:
+        raise not_found("run", run_id)
+    run, scenario, _ = found
+    if run.zarr_group is None:
+        raise HTTPException(
+            status_code=409, detail=f"run {run_id} has no trajectory ({run.status})"
+        )
+    return run, scenario
+
+
 @router.get("/{run_id}/trajectory")
 def read_run_trajectory(
     run_id: int,
@@ -100,14 +147,7 @@ def read_run_trajectory(
     reference: bool = True,
 ) -> dict[str, Any]:
     """The run's variables by name and, when it exists and succeeded, its reference's."""
-    found = repo.get_run(session=session, run_id=run_id)
-    if found is None:
-        raise not_found("run", run_id)
-    run, scenario, _ = found
-    if run.zarr_group is None:
-        raise HTTPException(
-            status_code=409, detail=f"run {run_id} has no trajectory ({run.status})"
-        )
+    run, scenario = _stored_run(session, run_id)
     names = _names(vars)
     ref_id = None
     if reference and not run.is_reference:

@@ -6,7 +6,6 @@
 const COLORS = ["#e63946", "#1d3557", "#2a9d8f", "#f4a261", "#6a4c93", "#8d99ae", "#588157",
   "#bc6c25"];
 const REF_COLORS = ["#000000", "#555555", "#999999"];
-const UNITS = { V: "pu", omega: "pu", delta: "rad", theta: "rad", Pe: "pu" };
 const MAX_POINTS = 5000;  // per trajectory: the whole evaluation grid of most campaigns
 const DEFAULT_RUNS = 4;  // runs overlaid by default: the first scenario's, up to this many
 const PLOT_CONFIG = { responsive: true, displaylogo: false };
@@ -31,7 +30,8 @@ const fmt = (v, digits = 3) => (v === null || v === undefined ? "–"
   : Number(v).toFixed(digits));
 const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;",
   ">": "&gt;", '"': "&quot;" }[c]));
-const unitOf = (name) => UNITS[(/^[A-Za-z_]+/.exec(name) || [""])[0]] ?? null;
+const UNITS_BY_NAME = {};  // filled from /runs/{id}/variables
+const unitOf = (name) => UNITS_BY_NAME[name] || null;
 const withUnit = (text, name) => (unitOf(name) ? `${text} (${unitOf(name)})` : text);
 
 function table(el, columns, rows, onClick) {
@@ -124,18 +124,11 @@ function interpolate(t, rt, rv) {
   });
 }
 
-// Variable names of a run: the trajectory route answers an unknown name with a 422 whose detail
-// lists the valid ones ("unknown variable '…'; valid: ['delta[gen1]', …]").
+// Variable names of a run, with the unit an axis shows (GET /runs/{id}/variables).
 async function variableNames(runId) {
-  const path = `/runs/${runId}/trajectory?vars=__list_variables__&reference=false`;
-  const response = await fetch(path);
-  const body = await response.json().catch(() => ({}));
-  const detail = typeof body.detail === "string" ? body.detail : "";
-  const at = detail.indexOf("valid: [");
-  if (response.status !== 422 || at < 0) throw new Error(`${path}: ${response.status}`);
-  const names = [...detail.slice(at).matchAll(/'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"/g)]
-    .map((m) => m[1] ?? m[2]);
-  return [...new Set(names)];  // a state may also be an output of the same name
+  const body = await api(`/runs/${runId}/variables`);
+  body.variables.forEach((v) => { UNITS_BY_NAME[v.name] = v.unit; });
+  return body.variables.map((v) => v.name);
 }
 
 function selectedRuns() {
