@@ -364,6 +364,7 @@ def test_dashboard_in_headless_chromium(campaign, tmp_path) -> None:
     assert f"{table['rows'][0]['speedup']:.2f}×" in dom  # Table I's speedup as the API says
     assert html.escape(table["subject_config"]) in dom
     assert html.escape(ranking[0]["label"]) in dom and "stable" in dom
+    assert '<th class="">TSI</th>' in dom and "f max Hz" in dom  # index, both excursions
     for column in ("runtime s (median)", "p95 s", "compile s", "overhead s"):
         assert f">{column}</th>" in dom
     # Plotly drew the charts (SVG in the DOM), with ticks on log axes

@@ -291,10 +291,12 @@ async function loadDetail(c) {
   table(document.getElementById("ranking"), [
     { h: "#", f: (r) => r.rank }, { h: "scenario", l: 1, f: (r) => esc(r.label) },
     { h: "severity", f: (r) => fmt(r.severity) },
+    { h: "TSI", f: (r) => fmt(r.tsi, 1) },
     { h: "angle spread °", f: (r) => fmt(r.max_angle_spread_deg, 1) },
     { h: "V min pu", f: (r) => fmt(r.min_voltage_pu) },
     { h: "recovers s", f: (r) => fmt(r.voltage_recovery_t) },
-    { h: "nadir Hz", f: (r) => fmt(r.frequency_nadir_hz) },
+    { h: "f min Hz", f: (r) => fmt(r.frequency_nadir_hz) },
+    { h: "f max Hz", f: (r) => fmt(r.frequency_zenith_hz) },
     { h: "verdict", l: 1, f: (r) => (r.stable ? "stable" : `<span class="bad">unstable</span>`) },
   ], ranking.data.slice(0, 20));
   table(document.getElementById("failures"), [
