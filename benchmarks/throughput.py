@@ -87,12 +87,14 @@ def submit(settings, raw: dict) -> int:
         db.dispose()
 
 
-def phases(network: str, runs: int) -> dict:
-    """Section 1: per-run phase medians (first run, which builds and compiles, excluded)."""
+def phases(network: str, runs: int, batched: bool = False) -> dict:
+    """Section 1: per-run phase medians (first run, which builds and compiles, excluded);
+    ``batched``: the runs as one batch message (``execute_batch``: published together, the
+    lease check, Zarr write and SQL commit shared by the block)."""
     from raptorgrid import migrate
 
     from workers.jaxsetup import configure_jax
-    from workers.runner import WorkerContext, execute_run
+    from workers.runner import WorkerContext, execute_batch, execute_run
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = settings_for(Path(tmp))
@@ -104,24 +106,29 @@ def phases(network: str, runs: int) -> dict:
         ctx = WorkerContext(settings=settings, db=Database.from_settings(settings))
         ids = _run_ids(settings, campaign_id)
         execute_run(ids[0], worker="bench", ctx=ctx)
-        samples, cpu = [], []
-        for run_id in ids[1:]:
-            record: dict[str, float] = {}
-            start = time.process_time()
-            execute_run(run_id, worker="bench", ctx=ctx, phases=record)
-            cpu.append(time.process_time() - start)
-            samples.append(record)
+        samples: list[dict[str, float]] = []
+        start = time.process_time()
+        if batched:
+            execute_batch(ids[1:], worker="bench", ctx=ctx, phases=samples)
+        else:
+            for run_id in ids[1:]:
+                record: dict[str, float] = {}
+                execute_run(run_id, worker="bench", ctx=ctx, phases=record)
+                samples.append(record)
+        cpu = (time.process_time() - start) / len(samples)
         ctx.db.dispose()
     med = {p: statistics.median(s.get(p, 0.0) for s in samples) for p in PHASES}
     overhead = sum(v for k, v in med.items() if k != "solve")
     return {
         "network": network,
+        "mode": "batched" if batched else "one by one",
         "runs": len(samples),
         "median_s": med,
         "overhead_s": overhead,
         "overhead_over_solve": overhead / med["solve"],
-        "cpu_per_run_s": statistics.median(cpu),
+        "cpu_per_run_s": cpu,
         "sql_s": med["claim"] + med["lease"] + med["commit"],
+        "claim_zarr_sql_s": med["claim"] + med["lease"] + med["write"] + med["commit"],
         "load": load_average(),
     }
 
@@ -247,7 +254,7 @@ def services(phase_rows: list[dict], n_messages: int = 500) -> dict:
     the phases; each service's saturation worker count."""
     from raptorgrid.celery_app import create_celery
     from raptorgrid.queueing import enqueue_runs
-    from raptorgrid.zarr_store import result_dataset, write_run
+    from raptorgrid.zarr_store import result_dataset, write_block, write_run
 
     out: dict = {"load": load_average()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -274,6 +281,10 @@ def services(phase_rows: list[dict], n_messages: int = 500) -> dict:
         for i in range(1, 41):
             write_run(Path(tmp), 1, i, dataset)
         out["zarr_writes_per_s"] = 40 / (time.perf_counter() - start)
+        start = time.perf_counter()
+        for k in range(5):
+            write_block(Path(tmp), 2, [(100 * k + i, dataset) for i in range(32)])
+        out["zarr_block_run_writes_per_s"] = 5 * 32 / (time.perf_counter() - start)
     model = []
     for row in phase_rows:
         per_run = sum(row["median_s"].values())
@@ -281,7 +292,7 @@ def services(phase_rows: list[dict], n_messages: int = 500) -> dict:
         broker = 1.0 / out["broker_receive_per_s"] + 1.0 / out["broker_send_per_s"]
         model.append(
             {
-                "network": row["network"],
+                "network": f"{row['network']} ({row['mode']})",
                 "worker_seconds_per_run": per_run,
                 "database_seconds_per_run": sql,
                 "workers_to_saturate_database": per_run / sql,
@@ -373,7 +384,9 @@ def main() -> None:
     args = parser.parse_args()
     report: dict = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count()}
     if "phases" not in args.skip:
-        report["phases"] = [phases(n, args.phase_runs) for n in args.networks]
+        report["phases"] = [
+            phases(n, args.phase_runs, batched) for n in args.networks for batched in (False, True)
+        ]
         report["services"] = services(report["phases"])
     if "throughput" not in args.skip:
         rows = []
@@ -403,12 +416,17 @@ def _scaling(rows: list[dict]) -> list[dict]:
 def _print(report: dict) -> None:
     if "phases" in report:
         print(f"\nPer-run phases, median wall ms ({report['phases'][0]['load']})")
-        print(f"{'network':8} " + " ".join(f"{p:>7}" for p in PHASES) + "  overhead/solve  cpu/run")
+        print(
+            f"{'network':8} {'mode':10} "
+            + " ".join(f"{p:>7}" for p in PHASES)
+            + "  claim+zarr+sql  overhead/solve  cpu/run"
+        )
         for row in report["phases"]:
             med = row["median_s"]
             cells = " ".join(f"{1e3 * med[p]:7.1f}" for p in PHASES)
             print(
-                f"{row['network']:8} {cells}  {row['overhead_over_solve']:14.2f}"
+                f"{row['network']:8} {row['mode']:10} {cells}  "
+                f"{1e3 * row['claim_zarr_sql_s']:11.1f} ms  {row['overhead_over_solve']:14.2f}"
                 f"  {1e3 * row['cpu_per_run_s']:6.1f} ms"
             )
         svc = report["services"]
@@ -416,11 +434,12 @@ def _print(report: dict) -> None:
         print(
             f"broker send {svc['broker_send_per_s']:.0f}/s, receive "
             f"{svc['broker_receive_per_s']:.0f}/s; Zarr writes {svc['zarr_writes_per_s']:.0f}/s"
-            " per process"
+            f" per process one by one, {svc['zarr_block_run_writes_per_s']:.0f} runs/s in blocks"
+            " of 32"
         )
         for m in svc["model"]:
             print(
-                f"{m['network']:8} worker s/run {m['worker_seconds_per_run']:.4f}, database "
+                f"{m['network']:21} worker s/run {m['worker_seconds_per_run']:.4f}, database "
                 f"s/run {m['database_seconds_per_run']:.4f}: database saturates at "
                 f"{m['workers_to_saturate_database']:.0f} workers, broker (unbatched) at "
                 f"{m['workers_to_saturate_broker_unbatched']:.0f}"

@@ -193,8 +193,9 @@ def _library_system(name: str) -> DAESystem:
 
 
 SUMMARY_FILE = Path(__file__).with_name("data") / "networks.json"
-"""Sizes of every network, written by ``python -m models.library`` (building each network takes
-minutes in all; listing them must not). ``tests/test_models_library.py`` checks them against the
+"""Sizes and descriptions of every network, written by ``python -m models.library`` (building
+each network takes minutes in all; listing them must not, and ``raptorgrid networks`` reads this
+file without importing JAX). ``tests/test_models_library.py`` checks it against the code and the
 built systems."""
 SUMMARY_KEYS = ("n_bus", "n_x", "n_z", "n_outputs")
 
@@ -242,6 +243,7 @@ def write_summaries() -> None:
     for name in (n for n in network_names() if NETWORKS[n].builder.__module__ == __name__):
         info = network_info(name)
         summaries[name] = {key: info[key] for key in SUMMARY_KEYS}
+        summaries[name]["description"] = NETWORKS[name].description
     SUMMARY_FILE.write_text(json.dumps(summaries, indent=1, sort_keys=True) + "\n")
 
 

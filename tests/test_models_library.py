@@ -38,3 +38,25 @@ def test_stored_sizes_match_the_built_system(name):
         len(system.output_names),
     )
     assert summary["n_bus"] == len(system.names.get("bus", ()))
+
+
+def test_the_metadata_file_lists_every_network_with_its_description() -> None:
+    """``raptorgrid networks`` answers from this file alone (no JAX import, under a second)."""
+    import json
+    import subprocess
+    import sys
+
+    from models.library import NETWORKS, SUMMARY_FILE
+
+    stored = json.loads(SUMMARY_FILE.read_text())
+    assert set(stored) == set(NETWORKS)
+    assert all(stored[n]["description"] == NETWORKS[n].description for n in NETWORKS)
+    code = (
+        "import sys; from raptorgrid.cli.explore import stored_networks; "
+        "rows = stored_networks(); assert 'jax' not in sys.modules and 'models' not in "
+        "sys.modules, sorted(m for m in sys.modules if m.startswith(('jax', 'models'))); "
+        "print(len(rows))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == len(NETWORKS)

@@ -8,6 +8,7 @@ and SQL, or is retried; never half written, never duplicated.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -23,7 +24,13 @@ from raptorgrid import repository as repo
 from raptorgrid.db import Database
 from raptorgrid.settings import Settings, get_settings
 from raptorgrid.tables import CampaignStatus, utcnow
-from raptorgrid.zarr_store import consolidate_campaign, result_dataset, write_run
+from raptorgrid.zarr_store import (
+    consolidate_campaign,
+    result_dataset,
+    run_group_path,
+    write_block,
+    write_run,
+)
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 if TYPE_CHECKING:
@@ -232,6 +239,7 @@ def execute_run(
     time_limit_errors: tuple[type[BaseException], ...] = (),
     phases: dict[str, float] | None = None,
     in_transit: tuple[int, ...] = (),
+    defer: list[Solved] | None = None,
 ) -> str:
     """Run ``run_id`` if it can be claimed; returns what happened, in a word, for the log.
 
@@ -240,6 +248,8 @@ def execute_run(
     filled with the wall seconds of each phase (claim, build, solve, write, commit, score):
     what ``benchmarks/throughput.py`` reports as per-run overhead. ``in_transit`` are the runs
     after this one in the same batch message: every heartbeat marks them as not lost.
+    ``defer``, when given, receives the solved run instead of it being published and committed
+    here (``execute_batch`` commits several together); the outcome is then "solved".
     """
     from solvers.status import FailureReason, RunStatus
 
@@ -267,7 +277,7 @@ def execute_run(
         return "skipped"
     try:
         with Heartbeat(ctx, claim, in_transit) as heartbeat:
-            return _execute_claimed(ctx, claim, phases, heartbeat)
+            return _execute_claimed(ctx, claim, phases, heartbeat, defer)
     except LeaseLost as exc:
         log.warning("%s; leaving the run to it", exc)
         return "lease-lost"
@@ -310,7 +320,11 @@ def execute_run(
 
 
 def _execute_claimed(
-    ctx: WorkerContext, claim: repo.Claim, phases: dict[str, float], heartbeat: Heartbeat
+    ctx: WorkerContext,
+    claim: repo.Claim,
+    phases: dict[str, float],
+    heartbeat: Heartbeat,
+    defer: list[Solved] | None = None,
 ) -> str:
     from models.disturbances import Disturbance
     from models.library import build_system
@@ -368,56 +382,210 @@ def _execute_claimed(
             "scenario": inputs.scenario_label,
         },
     )
-    mark = time.perf_counter()
-    heartbeat.beat()  # still ours? then publish the trajectory, then commit
-    write_start = time.perf_counter()
-    phases["lease"] = write_start - mark
-    group = write_run(
-        ctx.settings.zarr_root,
-        inputs.campaign_id,
-        claim.run_id,
-        dataset,
-        fsync=ctx.settings.zarr_fsync,
-        pause=ctx.settings.zarr_write_pause_seconds,
+    solved = Solved(
+        claim=claim,
+        campaign_id=inputs.campaign_id,
+        result=result,
+        dataset=dataset,
+        before_seconds=phases["claim"] + time.perf_counter() - inputs_mark - call_seconds,
+        phases=phases,
     )
-    write_seconds = time.perf_counter() - write_start
-    phases["write"] = time.perf_counter() - start - call_seconds - phases["lease"]
-    stats = result.stats
-    attempt_seconds = phases["claim"] + time.perf_counter() - inputs_mark
-    metrics = {
+    if defer is not None:  # a batch publishes its runs together (``commit``)
+        defer.append(solved)
+        return "solved"
+    return commit(ctx, [solved], heartbeat=heartbeat)[0]
+
+
+def execute_batch(
+    run_ids: list[int],
+    *,
+    worker: str,
+    ctx: WorkerContext | None = None,
+    time_limit_errors: tuple[type[BaseException], ...] = (),
+    phases: list[dict[str, float]] | None = None,
+) -> list[str]:
+    """Run a batch message's runs one after the other, publishing the solved ones together:
+    one Zarr block and one SQL transaction for up to ``result_block_max`` runs, so the write's
+    fixed cost is shared. A run is held unpublished for at most ``result_flush_seconds``
+    (and well inside its lease): before the next run starts, the held runs are published when
+    that run could take them past the bound (judged by the last run's duration). So a crash
+    recomputes at most that much finished work, and each run still ends complete in Zarr and
+    SQL or is retried (``commit``). ``phases`` receives each run's phase seconds."""
+    ctx = ctx or worker_context()
+    settings = ctx.settings
+    bound = min(settings.result_flush_seconds,
+                (settings.lease_seconds - settings.heartbeat_seconds) / 2)  # fmt: skip
+    held: list[Solved] = []
+    outcomes: dict[int, str] = {}
+    last = 0.0
+
+    def publish() -> None:
+        if held:
+            for s, outcome in zip(held, commit(ctx, held), strict=True):
+                outcomes[s.claim.run_id] = outcome
+            held.clear()
+
+    try:
+        for position, run_id in enumerate(run_ids):
+            if held and (
+                len(held) >= settings.result_block_max
+                or time.monotonic() - held[0].finished_at + last > bound
+            ):
+                publish()  # fmt: skip
+            record: dict[str, float] = {}
+            started = time.monotonic()
+            outcome = execute_run(
+                run_id, worker=worker, ctx=ctx, time_limit_errors=time_limit_errors,
+                phases=record, in_transit=tuple(run_ids[position + 1 :]), defer=held,
+            )  # fmt: skip
+            last = time.monotonic() - started
+            outcomes[run_id] = outcome
+            if phases is not None:
+                phases.append(record)
+    finally:
+        publish()  # what was solved is published even when a later run raised
+    return [outcomes[run_id] for run_id in run_ids]
+
+
+@dataclass
+class Solved:
+    """A run solved by this attempt, not yet published: what its commit needs."""
+
+    claim: repo.Claim
+    campaign_id: int
+    result: SolveResult
+    dataset: xr.Dataset
+    before_seconds: float
+    """Attempt seconds before publication outside the method call (claim, inputs, build)."""
+    phases: dict[str, float]
+    finished_at: float = dataclasses.field(default_factory=time.monotonic)
+
+
+def commit(
+    ctx: WorkerContext, runs: list[Solved], *, heartbeat: Heartbeat | None = None
+) -> list[str]:
+    """Publish solved runs (one Zarr group, or one block for several: ``write_block``), then
+    record them in one transaction, then score them; returns each run's outcome in a word.
+    Only runs whose lease is still held are published (``heartbeat.beat()`` for a single run,
+    one renewal transaction for a block); the others are left to the attempt that owns them."""
+    mark = time.perf_counter()
+    if heartbeat is not None:
+        heartbeat.beat()  # still ours? (raises LeaseLost) then publish, then commit
+        held, outcomes = runs, {}
+    else:
+        held, outcomes = _still_held(ctx, runs)
+    lease = time.perf_counter() - mark
+    if held:
+        first = held[0]
+        if len(held) == 1:
+            write_run(ctx.settings.zarr_root, first.campaign_id, first.claim.run_id,
+                      first.dataset, fsync=ctx.settings.zarr_fsync,
+                      pause=ctx.settings.zarr_write_pause_seconds)  # fmt: skip
+        else:
+            write_block(ctx.settings.zarr_root, first.campaign_id,
+                        [(s.claim.run_id, s.dataset) for s in held],
+                        fsync=ctx.settings.zarr_fsync)  # fmt: skip
+    write = time.perf_counter() - mark - lease
+    share = (lease + write) / max(1, len(held))
+    rows = [(s, _metrics(s, share)) for s in held]
+    mark = time.perf_counter()
+    recorded = _finish_many(ctx, rows)
+    commit_seconds = time.perf_counter() - mark
+    for s, metrics in rows:
+        s.phases.update(lease=lease / len(held), write=write / len(held),
+                        commit=commit_seconds / len(held))  # fmt: skip
+        mark = time.perf_counter()
+        if recorded[s.claim.run_id]:
+            score_run(ctx, s.claim.run_id, s.dataset)
+            outcomes[s.claim.run_id] = s.result.status.value
+        else:
+            outcomes[s.claim.run_id] = "lease-lost"
+        s.phases["score"] = time.perf_counter() - mark
+        stats = s.result.stats
+        log.info(
+            "run %d attempt %d %s: solve %.3f s, compile+load %.3f s, overhead %.3f s "
+            "(zarr %.3f s for %d run%s)",
+            s.claim.run_id, s.claim.attempt, s.result.status.value, stats.solve_seconds,
+            stats.compile_seconds + stats.load_seconds, metrics["overhead_seconds"], write,
+            len(held), "s" if len(held) > 1 else "",
+        )  # fmt: skip
+    return [outcomes[s.claim.run_id] for s in runs]
+
+
+def _metrics(s: Solved, publish_share: float) -> dict:
+    stats, result = s.result.stats, s.result
+    return {
         **stats.as_dict(),
-        # everything of this attempt so far that is not solving, compiling or loading
+        # the attempt's time outside solving, compiling and loading: claim, inputs, build,
+        # the method call's own bookkeeping, and its share of the lease check and the write
         "overhead_seconds": max(
             0.0,
-            attempt_seconds - stats.solve_seconds - stats.compile_seconds - stats.load_seconds,
-        ),
+            s.before_seconds
+            + publish_share
+            + s.phases["solve"]
+            - stats.solve_seconds
+            - stats.compile_seconds
+            - stats.load_seconds,
+        ),  # fmt: skip
         "n_points": int(len(result.t_eval)),
         "n_accepted_points": int(len(result.t)),
         "final_time": float(result.t[-1]) if len(result.t) else None,
         "warnings": "; ".join(result.warnings) or None,
     }
-    mark = time.perf_counter()
-    finished = _finish(
-        ctx,
-        claim,
-        result.status,
-        reason=result.reason.value if result.reason is not None else None,
-        message=result.message,
-        zarr_group=group,
-        metrics=metrics,
-    )
-    phases["commit"] = time.perf_counter() - mark
-    if finished.recorded:
-        score_run(ctx, claim.run_id, dataset)
-    phases["score"] = time.perf_counter() - mark - phases["commit"]
-    log.info(
-        "run %d attempt %d %s: solve %.3f s, compile+load %.3f s, overhead %.3f s (zarr %.3f s)",
-        claim.run_id,
-        claim.attempt,
-        result.status.value,
-        stats.solve_seconds,
-        stats.compile_seconds + stats.load_seconds,
-        metrics["overhead_seconds"],
-        write_seconds,
-    )
-    return result.status.value
+
+
+def _still_held(ctx: WorkerContext, runs: list[Solved]) -> tuple[list[Solved], dict[int, str]]:
+    """The runs whose lease this worker still holds (renewed, one transaction)."""
+
+    def renew() -> dict[int, repo.LeaseState]:
+        with ctx.db.write() as session:
+            return {
+                s.claim.run_id: repo.renew_lease(
+                    session=session,
+                    run_id=s.claim.run_id,
+                    attempt=s.claim.attempt,
+                    now=utcnow(),
+                    lease_seconds=ctx.settings.lease_seconds,
+                    sim_time=float(s.result.t[-1]) if len(s.result.t) else None,
+                )
+                for s in runs
+            }
+
+    states = with_db_retry(renew, settings=ctx.settings, what="batch lease check")
+    lost = {run_id: "lease-lost" for run_id, state in states.items()
+            if state is repo.LeaseState.LOST}  # fmt: skip
+    for run_id in lost:
+        log.warning("run %d: lease lost before publishing; leaving the run to it", run_id)
+    return [s for s in runs if s.claim.run_id not in lost], lost
+
+
+def _finish_many(ctx: WorkerContext, rows: list[tuple[Solved, dict]]) -> dict[int, bool]:
+    """Record the published runs' final status and metrics in one transaction."""
+
+    def finish() -> list[repo.FinishOutcome]:
+        finishes = [
+            repo.Finish(
+                run_id=s.claim.run_id,
+                attempt=s.claim.attempt,
+                status=s.result.status,
+                reason=s.result.reason.value if s.result.reason is not None else None,
+                message=s.result.message,
+                zarr_group=run_group_path(s.campaign_id, s.claim.run_id),
+                metrics=metrics,
+            )
+            for s, metrics in rows
+        ]
+        with ctx.db.write() as session:
+            return repo.finish_runs(session=session, finishes=finishes, now=utcnow())
+
+    if not rows:
+        return {}
+    outcomes = with_db_retry(finish, settings=ctx.settings, what=f"{len(rows)} runs finish")
+    for (s, _), outcome in zip(rows, outcomes, strict=True):
+        if not outcome.recorded:
+            log.warning("run %d attempt %d: a later attempt owns the run",
+                        s.claim.run_id, s.claim.attempt)  # fmt: skip
+    for campaign_id in {o.campaign_id for o in outcomes if o.campaign_finished}:
+        consolidate_campaign(ctx.settings.zarr_root, campaign_id)
+        log.info("campaign %d finished", campaign_id)
+    return {s.claim.run_id: o.recorded for (s, _), o in zip(rows, outcomes, strict=True)}

@@ -49,20 +49,13 @@ def _close_pool_process(**_: object) -> None:
 @shared_task(name=RUN_TASK, bind=True, ignore_result=True, acks_late=True)
 def run(self, run_ids: int | list[int]) -> str:  # noqa: ANN001 - Celery's bound task
     """Execute one run or a batch of runs (``raptorgrid.batching``), one after the other, each
-    claimed, written and committed on its own (see ``workers.runner``): a redelivered batch
-    skips the runs already final."""
-    from workers.runner import execute_run
+    claimed and recorded on its own, the solved ones published together (``workers.runner.
+    execute_batch``): a redelivered batch skips the runs already final."""
+    from workers.runner import execute_batch
 
     worker = f"{self.request.hostname}:{os.getpid()}"
     ids = [int(run_ids)] if isinstance(run_ids, int) else [int(r) for r in run_ids]
-    outcomes = []
-    for position, run_id in enumerate(ids):
-        outcome = execute_run(  # the runs after it wait in this message: not lost
-            run_id,
-            worker=worker,
-            time_limit_errors=(SoftTimeLimitExceeded,),
-            in_transit=tuple(ids[position + 1 :]),
-        )
+    outcomes = execute_batch(ids, worker=worker, time_limit_errors=(SoftTimeLimitExceeded,))
+    for run_id, outcome in zip(ids, outcomes, strict=True):
         log.info("run %s: %s", run_id, outcome)
-        outcomes.append(outcome)
     return ", ".join(outcomes)

@@ -80,6 +80,14 @@ class Settings(BaseSettings):
         "the reduced-ODE kernels only)",
     )
     zarr_fsync: bool = Field(True, description="flush a run's files before publishing them")
+    result_flush_seconds: float = Field(
+        1.0,
+        ge=0,
+        description="longest a batch holds solved runs before publishing them together (s)",
+    )
+    result_block_max: int = Field(
+        64, ge=1, le=1024, description="most runs a batch publishes in one Zarr block"
+    )
     max_batch_size: int = Field(
         64, ge=1, description="most runs one task message carries (1 turns batching off)"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -212,6 +213,17 @@ def solvers(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     console.print(table)
 
 
+def stored_networks() -> list[dict]:
+    """The model library's networks from its metadata file (``models.library.SUMMARY_FILE``),
+    read without importing the ``models`` package, whose import brings JAX (seconds)."""
+    spec = importlib.util.find_spec("models")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("the models package is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "networks.json"
+    stored = json.loads(path.read_text())
+    return [{"name": name, **stored[name]} for name in sorted(stored)]
+
+
 def networks(
     as_json: Annotated[bool, typer.Option("--json")] = False,
     build: Annotated[
@@ -219,10 +231,12 @@ def networks(
     ] = False,
 ) -> None:
     """The networks and their sizes (from stored metadata; --build builds each one)."""
-    from models.library import network_info, network_names, network_summary
+    if build:
+        from models.library import network_info, network_names
 
-    describe = network_info if build else network_summary
-    infos = [describe(name) for name in network_names()]
+        infos = [network_info(name) for name in network_names()]
+    else:
+        infos = stored_networks()
     if as_json:
         typer.echo(json.dumps(infos, indent=2, default=str))
         return

@@ -23,11 +23,13 @@ from raptorgrid.repository.reconcile import (
 )
 from raptorgrid.repository.runs import (
     Claim,
+    Finish,
     FinishOutcome,
     LeaseState,
     RunInputs,
     claim_run,
     finish_run,
+    finish_runs,
     get_run,
     list_runs,
     recent_solve_seconds,
@@ -38,6 +40,7 @@ from raptorgrid.repository.runs import (
 
 __all__ = [
     "Claim",
+    "Finish",
     "FinishOutcome",
     "LeaseState",
     "Requeue",
@@ -49,6 +52,7 @@ __all__ = [
     "delete_campaign",
     "find_by_idempotency_key",
     "finish_run",
+    "finish_runs",
     "get_campaign",
     "get_run",
     "list_campaigns",

@@ -190,15 +190,105 @@ def renew_lease(
     return LeaseState.CANCELLED if status == CampaignStatus.CANCELLED.value else LeaseState.HELD
 
 
-def _upsert_metrics(session: Session, values: dict[str, Any]) -> None:
+def _upsert_metrics(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert or replace metrics rows, in one statement."""
     dialect = session.get_bind().dialect.name
     insert = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}.get(dialect)
-    if insert is None:  # portable fallback: the finishing transaction holds the run row
-        session.merge(RunMetrics(**values))
+    if insert is None:  # portable fallback: the finishing transaction holds the run rows
+        for values in rows:
+            session.merge(RunMetrics(**values))
         return
-    stmt = insert(RunMetrics).values(**values)
-    updates = {k: stmt.excluded[k] for k in values if k != "run_id"}
-    session.execute(stmt.on_conflict_do_update(index_elements=["run_id"], set_=updates))
+    by_keys: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for values in rows:  # one multi-row statement per set of columns given
+        by_keys.setdefault(tuple(sorted(values)), []).append(values)
+    for keys, group in by_keys.items():
+        stmt = insert(RunMetrics).values(group)
+        updates = {k: stmt.excluded[k] for k in keys if k != "run_id"}
+        session.execute(stmt.on_conflict_do_update(index_elements=["run_id"], set_=updates))
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The final status of one attempt, as ``finish_runs`` records it."""
+
+    run_id: int
+    attempt: int
+    status: RunStatus
+    reason: str | None = None
+    message: str = ""
+    traceback: str | None = None
+    zarr_group: str | None = None
+    metrics: dict[str, Any] | None = None
+
+
+METRIC_FIELDS = (*STATS_COLUMNS, "overhead_seconds")
+"""What every metrics row must carry (the rest of ``run_metrics`` is optional or scoring's)."""
+
+
+def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> list[FinishOutcome]:
+    """Record the final status of each attempt (ignored when a later attempt owns the run),
+    their metrics (with the run's copy of its solve time, 0006; one statement for all) and the
+    campaign totals (``record_final`` once per campaign); says per run whether it was recorded
+    and whether this finished its campaign. A worker's batch is one call, one transaction."""
+    for f in finishes:
+        if not f.status.is_final:
+            raise ValueError(f"finish_runs needs final statuses, not {f.status.value!r}")
+        if f.metrics is not None and set(METRIC_FIELDS) - set(f.metrics):
+            raise ValueError(f"metrics lack {sorted(set(METRIC_FIELDS) - set(f.metrics))}")
+    recorded: list[Finish] = []
+    for f in finishes:
+        done = session.execute(
+            update(Run)
+            .where(
+                Run.id == f.run_id, Run.attempts == f.attempt, Run.status == RunStatus.RUNNING.value
+            )  # fmt: skip
+            .values(
+                status=f.status.value,
+                reason=f.reason,
+                message=f.message,
+                traceback=f.traceback,
+                zarr_group=f.zarr_group,
+                lease_until=None,
+                finished_at=now,
+                metric_solve_seconds=None if f.metrics is None else f.metrics.get("solve_seconds"),
+            )
+            .execution_options(**_NO_SYNC)
+        )
+        if done.rowcount == 1:
+            recorded.append(f)
+    campaigns = dict(
+        session.execute(
+            select(Run.id, Run.campaign_id).where(Run.id.in_([f.run_id for f in finishes]))
+        ).all()
+    )
+    with_metrics = [
+        {"run_id": f.run_id, "attempt": f.attempt, **f.metrics}
+        for f in recorded
+        if f.metrics is not None
+    ]
+    if with_metrics:
+        _upsert_metrics(session, with_metrics)
+    finished: dict[int, bool] = {}
+    for campaign_id in sorted({campaigns[f.run_id] for f in recorded}):
+        mine = [f for f in recorded if campaigns[f.run_id] == campaign_id]
+        finished[campaign_id] = record_final(
+            session=session,
+            campaign_id=campaign_id,
+            now=now,
+            succeeded=sum(f.status is RunStatus.SUCCEEDED for f in mine),
+            failed=sum(f.status is RunStatus.FAILED for f in mine),
+            cancelled=sum(f.status is RunStatus.CANCELLED for f in mine),
+            run_ids=[f.run_id for f in mine],
+        )
+    kept = {f.run_id for f in recorded}
+    return [
+        FinishOutcome(
+            recorded=f.run_id in kept,
+            campaign_id=campaigns[f.run_id],
+            campaign_finished=f.run_id in kept and finished.get(campaigns[f.run_id], False),
+        )
+        for f in finishes
+    ]
 
 
 def finish_run(
@@ -214,44 +304,9 @@ def finish_run(
     zarr_group: str | None = None,
     metrics: dict[str, Any] | None = None,
 ) -> FinishOutcome:
-    """Record the final status of attempt ``attempt`` (ignored when a later attempt owns the
-    run), its metrics (with the run's copy of its solve time, 0006), and the
-    campaign totals; says whether this finished the campaign."""
-    if not status.is_final:
-        raise ValueError(f"finish_run needs a final status, not {status.value!r}")
-    finished = session.execute(
-        update(Run)
-        .where(Run.id == run_id, Run.attempts == attempt, Run.status == RunStatus.RUNNING.value)
-        .values(
-            status=status.value,
-            reason=reason,
-            message=message,
-            traceback=traceback,
-            zarr_group=zarr_group,
-            lease_until=None,
-            finished_at=now,
-            metric_solve_seconds=None if metrics is None else metrics.get("solve_seconds"),
-        )
-        .execution_options(**_NO_SYNC)
-    )
-    campaign_id = session.execute(select(Run.campaign_id).where(Run.id == run_id)).scalar_one()
-    if finished.rowcount != 1:
-        return FinishOutcome(recorded=False, campaign_id=campaign_id, campaign_finished=False)
-    if metrics is not None:
-        missing = {*STATS_COLUMNS, "overhead_seconds"} - set(metrics)
-        if missing:
-            raise ValueError(f"metrics lack {sorted(missing)}")
-        _upsert_metrics(session, {"run_id": run_id, "attempt": attempt, **metrics})
-    done = record_final(
-        session=session,
-        campaign_id=campaign_id,
-        now=now,
-        succeeded=int(status is RunStatus.SUCCEEDED),
-        failed=int(status is RunStatus.FAILED),
-        cancelled=int(status is RunStatus.CANCELLED),
-        run_ids=[run_id],
-    )
-    return FinishOutcome(recorded=True, campaign_id=campaign_id, campaign_finished=done)
+    """``finish_runs`` for one attempt."""
+    finish = Finish(run_id, attempt, status, reason, message, traceback, zarr_group, metrics)
+    return finish_runs(session=session, finishes=[finish], now=now)[0]
 
 
 def recent_solve_seconds(

@@ -1,0 +1,105 @@
+"""A batch's solved runs published together: one Zarr block and one SQL transaction, each run
+still read alone (``open_run``), identical to a run written on its own."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+from raptorgrid import repository as repo
+from raptorgrid.spec import CampaignCreate, expand
+from raptorgrid.tables import utcnow
+from raptorgrid.zarr_store import BLOCKS, campaign_store, open_run
+
+from workers.runner import WorkerContext, execute_batch, execute_run
+
+
+def campaign(context: WorkerContext, spec: dict) -> tuple[int, list[int]]:
+    parsed = CampaignCreate.model_validate(spec)
+    with context.db.write() as session:
+        row, run_ids = repo.create_campaign(
+            session=session,
+            spec=parsed,
+            expansion=expand(parsed, settings=context.settings),
+            now=utcnow(),
+        )
+    return row.id, run_ids
+
+
+def test_a_batch_is_one_block_and_reads_back_as_runs_written_alone(
+    make_settings, small_spec
+) -> None:
+    from raptorgrid import migrate
+    from raptorgrid.db import Database
+
+    small_spec["methods"].append({"method": "raptor"})  # 2 ICs x 3 configurations
+    settings = make_settings(result_flush_seconds=60.0)  # a first compile may take seconds
+    migrate.upgrade(settings)
+    sqlite_settings, sqlite_db = settings, Database.from_settings(settings)
+    context = WorkerContext(settings=settings, db=sqlite_db)
+    batched, batched_ids = campaign(context, small_spec)
+    alone, alone_ids = campaign(context, small_spec)
+    phases: list[dict] = []
+    assert execute_batch(batched_ids, worker="t", ctx=context, phases=phases) == ["succeeded"] * 6
+    for run_id in alone_ids:
+        assert execute_run(run_id, worker="t", ctx=context) == "succeeded"
+
+    store = campaign_store(sqlite_settings.zarr_root, batched)
+    blocks = [p for p in (store / BLOCKS).iterdir() if p.is_dir()]
+    assert len(blocks) == 1  # six short runs, well under result_flush_seconds
+    for run_id in batched_ids:  # each run's group is a pointer into the block
+        pointer = json.loads((store / f"run_{run_id}" / "zarr.json").read_text())
+        assert pointer["attributes"]["block"] == f"{BLOCKS}/{blocks[0].name}"
+    assert not (campaign_store(sqlite_settings.zarr_root, alone) / BLOCKS).exists()
+    with sqlite_db.read() as session:
+        for a, b in zip(batched_ids, alone_ids, strict=True):
+            run, _, metrics = repo.get_run(session=session, run_id=a)
+            assert run.status == "succeeded" and run.sim_time == pytest.approx(1.0)
+            assert run.zarr_group == f"campaign_{batched}.zarr/run_{a}"
+            mine = open_run(sqlite_settings.zarr_root, batched, a).load()
+            own = open_run(sqlite_settings.zarr_root, alone, b).load()
+            # the same numbers as the run written alone; the padding of the block cut away
+            xr.testing.assert_identical(mine.drop_attrs(), own.drop_attrs())
+            assert mine.sizes["step"] == metrics.n_accepted_points
+            assert not np.isnan(mine.t_acc.values).any()
+            assert mine.attrs["run_id"] == a and "block" not in mine.attrs
+            assert metrics.overhead_seconds >= 0 and metrics.state_error is None
+    assert all({"claim", "build", "solve", "write", "commit"} <= set(p) for p in phases)
+    sqlite_db.dispose()
+
+
+def test_runs_longer_than_the_bound_are_published_one_by_one(make_settings, small_spec) -> None:
+    from raptorgrid import migrate
+    from raptorgrid.db import Database
+
+    settings = make_settings(result_flush_seconds=0.0)
+    migrate.upgrade(settings)
+    db = Database.from_settings(settings)
+    context = WorkerContext(settings=settings, db=db)
+    campaign_id, run_ids = campaign(context, small_spec)
+    assert execute_batch(run_ids, worker="t", ctx=context) == ["succeeded"] * 4
+    store = campaign_store(settings.zarr_root, campaign_id)
+    assert not (store / BLOCKS).exists()  # nothing held: each published before the next
+    for run_id in run_ids:
+        assert open_run(settings.zarr_root, campaign_id, run_id).sizes["time"] == 51
+    db.dispose()
+
+
+def test_a_failing_run_in_a_batch_is_published_with_the_others(
+    sqlite_settings, sqlite_db, small_spec
+) -> None:
+    small_spec["methods"] = [
+        {"method": "radau", "options": {"rtol": 1e-4, "max_steps": [2, 10000]}}
+    ]
+    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
+    campaign_id, run_ids = campaign(context, small_spec)
+    outcomes = execute_batch(run_ids, worker="t", ctx=context)
+    assert sorted(outcomes) == ["failed", "failed", "succeeded", "succeeded"]
+    with sqlite_db.read() as session:
+        for run_id, outcome in zip(run_ids, outcomes, strict=True):
+            run, _, metrics = repo.get_run(session=session, run_id=run_id)
+            assert run.status == outcome and metrics is not None
+            if outcome == "failed":
+                assert run.reason == "max_steps"
