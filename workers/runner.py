@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import raptorgrid.case_store  # noqa: F401  (case:<id> networks for build_system)
 from pydantic import TypeAdapter, ValidationError
@@ -89,6 +89,28 @@ class WorkerContext:
 
     settings: Settings
     db: Database
+    _celery: Any = None
+
+    @property
+    def celery(self) -> Any:
+        """The Celery app (created on first use): runs a finish queued are sent with it."""
+        if self._celery is None:
+            from raptorgrid.celery_app import create_celery
+
+            self._celery = create_celery(self.settings)
+        return self._celery
+
+    def send(self, run_ids: list[int]) -> None:
+        """Send runs queued in SQL by this worker (a CCT search's next probes). If this fails
+        the reconciler re-sends them (runs queued in SQL without a message)."""
+        if not run_ids:
+            return
+        from raptorgrid.queueing import enqueue_runs
+
+        try:
+            enqueue_runs(self.celery, run_ids, queue=self.settings.queue)
+        except Exception:  # noqa: BLE001 - the reconciler re-sends queued runs
+            log.exception("sending runs %s failed; the reconciler re-sends them", run_ids)
 
 
 @cache
@@ -385,6 +407,7 @@ def _execute_claimed(
     solved = Solved(
         claim=claim,
         campaign_id=inputs.campaign_id,
+        probe=inputs.clearing_time is not None,
         result=result,
         dataset=dataset,
         before_seconds=phases["claim"] + time.perf_counter() - inputs_mark - call_seconds,
@@ -453,6 +476,8 @@ class Solved:
 
     claim: repo.Claim
     campaign_id: int
+    probe: bool
+    """A CCT probe: recorded with its stability verdict."""
     result: SolveResult
     dataset: xr.Dataset
     before_seconds: float
@@ -534,6 +559,18 @@ def _metrics(s: Solved, publish_share: float) -> dict:
     }
 
 
+def _verdict(s: Solved) -> bool | None:
+    """A CCT probe's verdict: TSI > 0 over its trajectory (``scoring.indicators``); None when
+    the solve did not succeed (the search then ends as failed)."""
+    from raptorgrid.scoring.indicators import stability_indicators
+
+    from solvers.status import RunStatus
+
+    if s.result.status is not RunStatus.SUCCEEDED:
+        return None
+    return bool(stability_indicators(s.dataset).stable)
+
+
 def _still_held(ctx: WorkerContext, runs: list[Solved]) -> tuple[list[Solved], dict[int, str]]:
     """The runs whose lease this worker still holds (renewed, one transaction)."""
 
@@ -572,6 +609,7 @@ def _finish_many(ctx: WorkerContext, rows: list[tuple[Solved, dict]]) -> dict[in
                 message=s.result.message,
                 zarr_group=run_group_path(s.campaign_id, s.claim.run_id),
                 metrics=metrics,
+                stable=_verdict(s) if s.probe else None,
             )
             for s, metrics in rows
         ]
@@ -585,6 +623,7 @@ def _finish_many(ctx: WorkerContext, rows: list[tuple[Solved, dict]]) -> dict[in
         if not outcome.recorded:
             log.warning("run %d attempt %d: a later attempt owns the run",
                         s.claim.run_id, s.claim.attempt)  # fmt: skip
+    ctx.send([run_id for o in outcomes for run_id in o.queued])
     for campaign_id in {o.campaign_id for o in outcomes if o.campaign_finished}:
         consolidate_campaign(ctx.settings.zarr_root, campaign_id)
         log.info("campaign %d finished", campaign_id)

@@ -122,6 +122,17 @@ RANKING = [
     Column("failed_runs", "failed\nruns", "d", "runs of this scenario that failed"),
 ]
 RANKING_BRIEF = [c for c in RANKING if c.key not in ("voltage_recovery_t", "failed_runs")]
+CCT = [
+    Column("scenario", "fault"),
+    Column("method", "method"),
+    Column("config", "config"),
+    Column("cct_s", "CCT\ns", ".3f", "critical clearing time: longest stable fault duration"),
+    Column("hi_s", "unstable\nat s", ".3f", "shortest unstable fault duration probed"),
+    Column("probes", "probes", "d", "runs of the search"),
+    Column("solve_seconds", "solve s\n(all)", ".3g", "solve seconds of all its probes"),
+    Column("status", "status"),
+]
+"""A CCT campaign's searches (``repository.cct.cct_table``), shortest CCT first."""
 FAILURES = [
     Column("run_id", "run", "d"),
     Column("method", "method"),

@@ -153,6 +153,34 @@ class Thresholds(BaseModel):
     kcl_max: float = Field(1e-6, gt=0.0, description="largest KCL residual, pu")
 
 
+class CctSearch(BaseModel):
+    """A critical-clearing-time campaign (``raptorgrid.repository.cct``): for every bus fault
+    and method configuration, the longest fault duration after which the system stays stable
+    (TSI > 0 over the horizon, ``scoring.indicators``), found by bisection with every probe a
+    run through the queue. The fault's own ``t_clear`` is replaced by each probe's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resolution: float = Field(0.005, gt=0.0, le=0.1, description="bracket width to stop at (s)")
+    max_clearing: float = Field(
+        0.5, gt=0.0, le=5.0, description="longest fault duration searched (s); the first probe"
+    )
+    window: float = Field(
+        1.0, gt=0.0, le=60.0, description="least post-fault time the verdict covers (s)"
+    )
+
+    @property
+    def most_probes(self) -> int:
+        """Probes of one search at most: the longest duration, then bisection of [0, it]."""
+        return 1 + math.ceil(math.log2(self.max_clearing / self.resolution))
+
+    @model_validator(mode="after")
+    def _bracket(self) -> CctSearch:
+        if self.resolution >= self.max_clearing:
+            raise ValueError("resolution must be shorter than max_clearing")
+        return self
+
+
 class CampaignCreate(BaseModel):
     """A campaign as submitted (``POST /campaigns``, ``raptorgrid run SPEC``)."""
 
@@ -172,6 +200,9 @@ class CampaignCreate(BaseModel):
         None, description="one reference run per scenario; {} for kvaerno5 at rtol 1e-10"
     )
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    cct: CctSearch | None = Field(
+        None, description="search the critical clearing time of each bus fault (docs/results.md)"
+    )
 
     @model_validator(mode="after")
     def _some_disturbance(self) -> CampaignCreate:
@@ -237,6 +268,8 @@ class RunPlan:
     options: dict[str, Any]
     config_label: str
     is_reference: bool = False
+    clearing_time: float | None = None
+    """A CCT probe's fault duration (s), replacing the disturbance's own."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +361,28 @@ def _check_generated(spec: CampaignCreate, disturbances: list[Any]) -> list[tupl
     return []
 
 
+def _cct_errors(spec: CampaignCreate, disturbances: list[Any]) -> list[tuple[Loc, str]]:
+    """A CCT campaign searches bus faults, has no reference, and a horizon that leaves the
+    verdict's window after the longest fault searched."""
+    cct = spec.cct
+    errors: list[tuple[Loc, str]] = []
+    if spec.reference is not None:
+        errors.append((("reference",), "a CCT campaign has no reference: each probe is judged "
+                       "by its own stability verdict"))  # fmt: skip
+    for i, d in enumerate(disturbances):
+        if d.kind != "bus_fault":
+            where = ("disturbances", i) if i < len(spec.disturbances) else ("generate",)
+            message = f"a CCT campaign searches the clearing time of bus faults, not {d.kind}"
+            errors.append(((*where, "kind"), message))
+            break
+        need = d.t_fault + cct.max_clearing + cct.window
+        if spec.t_end < need:
+            errors.append((("t_end",), f"t_end must be at least t_fault + cct.max_clearing + "
+                           f"cct.window = {need:g} s (fault {_disturbance_label(d)})"))  # fmt: skip
+            break
+    return errors
+
+
 def expand(spec: CampaignCreate, *, settings: Settings) -> Expansion:
     """Scenarios and runs of ``spec``; raises ``SpecError`` naming every offending field."""
     disturbances = all_disturbances(spec)
@@ -342,6 +397,8 @@ def expand(spec: CampaignCreate, *, settings: Settings) -> Expansion:
     ic = spec.initial_conditions
     n_scenarios = len(disturbances) * ic.count
     per_scenario = len(configs) + (spec.reference is not None)
+    if spec.cct is not None:  # every search probes at most this often
+        per_scenario = len(configs) * spec.cct.most_probes
     n_runs = n_scenarios * per_scenario
     if n_runs > settings.max_runs_per_campaign:
         reference = " + 1 reference" if spec.reference is not None else ""
@@ -361,6 +418,8 @@ def expand(spec: CampaignCreate, *, settings: Settings) -> Expansion:
                 f"{MAX_CAMPAIGN_SAMPLES:.0e} stored samples per campaign: lower n_eval or split",
             )
         )
+    if spec.cct is not None:
+        errors += _cct_errors(spec, disturbances)
     if errors:  # do not check elements for a spec refused anyway
         raise SpecError(errors)
     errors = check_disturbances(spec) + _check_generated(spec, disturbances)
@@ -377,6 +436,14 @@ def expand(spec: CampaignCreate, *, settings: Settings) -> Expansion:
         for d, disturbance in enumerate(disturbances)
         for k in range(ic.count)
     ]
+    if spec.cct is not None:  # one search per fault and configuration: its first probe
+        first = spec.cct.max_clearing
+        runs = [
+            RunPlan(s.index, method, config, config_label(config), clearing_time=first)
+            for s in scenarios
+            for method, config in configs
+        ]
+        return Expansion(scenarios, runs)
     runs = []
     for scenario in scenarios:
         if spec.reference is not None:

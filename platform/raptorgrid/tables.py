@@ -195,6 +195,12 @@ class Run(Base):
     """Simulated time (s) of the last accepted advance reported by the running attempt."""
     is_reference: Mapped[bool] = mapped_column(Boolean, default=False)
     """The scenario's reference run, that scoring compares the other runs with (0004)."""
+    search_id: Mapped[int | None] = mapped_column(
+        ForeignKey("cct_searches.id", ondelete="CASCADE"), nullable=True, index=True
+    )
+    """The critical-clearing-time search this run is a probe of (0010)."""
+    clearing_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """A probe's fault duration (s): the fault is cleared at t_fault + this (0010)."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -284,6 +290,32 @@ class ConfigTotals(Base):
     solve_p50_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
     solve_p95: Mapped[float | None] = mapped_column(Float, nullable=True)
     solve_p95_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class CctSearchRow(Base):
+    """One critical-clearing-time search: a bus fault (scenario) and a method configuration,
+    its bracket [lo, hi] (longest stable, shortest unstable fault duration probed, s) and the
+    probe in flight (``raptorgrid.repository.cct``, 0010)."""
+
+    __tablename__ = "cct_searches"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(
+        ForeignKey("campaigns.id", ondelete="CASCADE"), index=True
+    )
+    scenario_id: Mapped[int] = mapped_column(ForeignKey("scenarios.id", ondelete="CASCADE"))
+    method: Mapped[str] = mapped_column(String(64))
+    config_label: Mapped[str] = mapped_column(String(400))
+    status: Mapped[str] = mapped_column(String(16))
+    """running, done or failed."""
+    lo: Mapped[float] = mapped_column(Float)
+    hi: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cct: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """The critical clearing time found (s): lo when the bracket closed."""
+    probes: Mapped[int] = mapped_column(Integer, default=0)
+    last_run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """The probe in flight (the one whose result advances the search)."""
+    message: Mapped[str] = mapped_column(Text, default="")
 
 
 class ScenarioIndicators(Base):

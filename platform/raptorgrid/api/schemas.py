@@ -17,6 +17,7 @@ __all__ = [
     "CampaignList",
     "CampaignPublic",
     "CampaignStats",
+    "CctTable",
     "Failures",
     "Health",
     "Pareto",
@@ -147,6 +148,8 @@ class CampaignListItem(BaseModel):
     cancelled: int
     running: int
     progress: float
+    cct: bool
+    """a critical-clearing-time campaign (GET /campaigns/{id}/cct)"""
     created_at: datetime
     finished_at: datetime | None
 
@@ -265,6 +268,33 @@ class Ranking(BaseModel):
     count: int
     limit: int
     offset: int
+
+
+class CctRow(BaseModel):
+    search_id: int
+    scenario: str
+    method: str
+    config: str
+    status: str
+    """done, running or failed"""
+    cct_s: float | None
+    """critical clearing time (s): the longest stable fault duration probed"""
+    lo_s: float
+    hi_s: float | None
+    """shortest unstable fault duration probed (s); null when stable at max_clearing"""
+    probes: int
+    solve_seconds: float | None
+    """solve seconds of all the search's probes"""
+    accepted: int | None
+    message: str
+
+
+class CctTable(BaseModel):
+    campaign_id: int
+    resolution_s: float
+    max_clearing_s: float
+    criterion: str
+    data: list[CctRow]
 
 
 class FailureRow(BaseModel):

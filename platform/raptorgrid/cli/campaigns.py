@@ -97,7 +97,9 @@ def run(
                 def show(counts: dict[str, int]) -> None:
                     done = counts["succeeded"] + counts["failed"] + counts["cancelled"]
                     shown = {k: counts[k] for k in ("succeeded", "failed", "running", "queued")}
-                    progress.update(bar, completed=done, counts=counts_line(shown))
+                    # a CCT campaign queues its next probes as it goes: the total grows
+                    total = max(submitted.n_runs, sum(counts.values()))
+                    progress.update(bar, completed=done, total=total, counts=counts_line(shown))
 
                 campaign = wait_for_campaign(
                     db=db,

@@ -20,10 +20,19 @@ OutOpt = Annotated[Path, typer.Option("--out", "-o", help="folder for the files"
 def print_results(session: Session, campaign_id: int, *, ranking_limit: int = 10) -> None:
     """Per-configuration table, Table I (when scored against a reference) and the worst
     contingencies, each fitting the console (80 columns off a terminal)."""
-    from raptorgrid.columns import RANKING_BRIEF, TABLE_ONE, format_value
+    from raptorgrid.columns import CCT, RANKING_BRIEF, TABLE_ONE, format_value
     from raptorgrid.repository import stats
+    from raptorgrid.repository.cct import cct_table
 
+    searches = cct_table(session=session, campaign_id=campaign_id)
+    if searches:
+        shown = searches[:ranking_limit]
+        more = f" ({len(shown)} of {len(searches)})" if len(searches) > len(shown) else ""
+        console.print(table(shown, CCT, f"critical clearing times, shortest first{more}"))
     configs, _ = stats.config_stats(session=session, campaign_id=campaign_id)
+    if searches:  # a CCT campaign: no reference, and its ranking is the table above
+        console.print(method_table([c.as_dict() for c in configs], "per method and configuration"))
+        return
     console.print(method_table([c.as_dict() for c in configs], "per method and configuration"))
     t1 = stats.table_one(configs)
     if t1["subject_config"] is not None:

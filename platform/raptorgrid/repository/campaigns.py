@@ -94,10 +94,15 @@ def create_campaign(
                 "attempts": 0,
                 "created_at": now,
                 "enqueued_at": now,
+                "clearing_time": r.clearing_time,
             }
             for r in expansion.runs
         ],
     )
+    if spec.cct is not None:
+        from raptorgrid.repository.cct import create_searches
+
+        create_searches(session=session, campaign_id=campaign.id)
     run_ids = list(
         session.scalars(select(Run.id).where(Run.campaign_id == campaign.id).order_by(Run.id))
     )
@@ -258,6 +263,7 @@ def list_campaigns(
                 "cancelled": c.n_cancelled,
                 "running": running.get(c.id, 0),
                 "progress": done / c.n_runs if c.n_runs else 1.0,
+                "cct": bool((c.spec or {}).get("cct")),
                 "created_at": c.created_at,
                 "finished_at": c.finished_at,
             }

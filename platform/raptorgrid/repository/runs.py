@@ -16,6 +16,7 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from raptorgrid.repository import cct
 from raptorgrid.repository.campaigns import record_final
 from raptorgrid.tables import STATS_COLUMNS, Campaign, CampaignStatus, Run, RunMetrics, ScenarioRow
 from solvers.status import RunStatus
@@ -48,6 +49,8 @@ class RunInputs:
     ic_seed: int
     ic_spread: float
     scenario_label: str
+    clearing_time: float | None = None
+    """A CCT probe's fault duration (s): ``disturbance`` is cleared at t_fault + it."""
 
 
 class LeaseState(StrEnum):
@@ -61,6 +64,8 @@ class FinishOutcome:
     recorded: bool
     campaign_id: int
     campaign_finished: bool
+    queued: tuple[int, ...] = ()
+    """Runs this finish queued (a CCT search's next probe): the caller sends them."""
 
 
 def list_runs(
@@ -155,11 +160,19 @@ def run_inputs(*, session: Session, run_id: int) -> RunInputs:
         n_eval=campaign.n_eval,
         method=run.method,
         options=dict(run.options),
-        disturbance=dict(scenario.disturbance),
+        disturbance=_probed(dict(scenario.disturbance), run.clearing_time),
         ic_seed=scenario.ic_seed,
         ic_spread=scenario.ic_spread,
         scenario_label=scenario.label,
+        clearing_time=run.clearing_time,
     )
+
+
+def _probed(disturbance: dict[str, Any], clearing_time: float | None) -> dict[str, Any]:
+    """The fault cleared after ``clearing_time`` (a CCT probe), else as specified."""
+    if clearing_time is None:
+        return disturbance
+    return {**disturbance, "t_clear": disturbance["t_fault"] + clearing_time}
 
 
 def renew_lease(
@@ -219,6 +232,8 @@ class Finish:
     traceback: str | None = None
     zarr_group: str | None = None
     metrics: dict[str, Any] | None = None
+    stable: bool | None = None
+    """A CCT probe's verdict (its trajectory's TSI > 0); None otherwise or without one."""
 
 
 METRIC_FIELDS = (*STATS_COLUMNS, "overhead_seconds")
@@ -268,6 +283,10 @@ def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> l
     ]
     if with_metrics:
         _upsert_metrics(session, with_metrics)
+    next_probes = cct.advance(
+        session=session,
+        probes=[cct.Probe(f.run_id, f.status, f.reason, f.stable) for f in recorded],
+    )  # before the counters: a search that goes on keeps its campaign running
     finished: dict[int, bool] = {}
     for campaign_id in sorted({campaigns[f.run_id] for f in recorded}):
         mine = [f for f in recorded if campaigns[f.run_id] == campaign_id]
@@ -286,6 +305,7 @@ def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> l
             recorded=f.run_id in kept,
             campaign_id=campaigns[f.run_id],
             campaign_finished=f.run_id in kept and finished.get(campaigns[f.run_id], False),
+            queued=(next_probes[f.run_id],) if f.run_id in next_probes else (),
         )
         for f in finishes
     ]
@@ -306,6 +326,7 @@ def finish_run(
 ) -> FinishOutcome:
     """``finish_runs`` for one attempt."""
     finish = Finish(run_id, attempt, status, reason, message, traceback, zarr_group, metrics)
+    # a probe finishing here (a failure path) has no verdict: its search ends as failed
     return finish_runs(session=session, finishes=[finish], now=now)[0]
 
 

@@ -18,14 +18,17 @@ from raptorgrid.api.errors import not_found
 from raptorgrid.api.schemas import (
     CampaignList,
     CampaignStats,
+    CctTable,
     Failures,
     Pareto,
     Ranking,
     TableOne,
 )
 from raptorgrid.repository import stats
+from raptorgrid.repository.cct import cct_table
 from raptorgrid.repository.stats_cache import StatsCache
-from raptorgrid.spec import Thresholds
+from raptorgrid.scoring.indicators import STABILITY_CRITERION
+from raptorgrid.spec import CctSearch, Thresholds
 from raptorgrid.tables import Campaign
 from solvers.status import RunStatus
 
@@ -155,3 +158,20 @@ def read_failures(
         session=session, campaign_id=campaign_id, limit=limit, offset=offset
     )
     return Failures(campaign_id=campaign_id, data=data, count=total, limit=limit, offset=offset)
+
+
+@router.get("/campaigns/{campaign_id}/cct", response_model=CctTable)
+def read_cct(campaign_id: int, session: SessionDep) -> CctTable:
+    """A CCT campaign's searches, shortest critical clearing time first, with the probes'
+    cost; 422 for a campaign that is not one."""
+    campaign = _campaign(session, campaign_id)
+    if not (campaign.spec or {}).get("cct"):
+        raise HTTPException(status_code=422, detail=f"campaign {campaign_id} has no cct search")
+    search = CctSearch.model_validate(campaign.spec["cct"])
+    return CctTable(
+        campaign_id=campaign_id,
+        resolution_s=search.resolution,
+        max_clearing_s=search.max_clearing,
+        criterion=STABILITY_CRITERION,
+        data=cct_table(session=session, campaign_id=campaign_id),
+    )

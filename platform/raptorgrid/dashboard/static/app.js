@@ -253,6 +253,31 @@ async function loadCampaigns() {
   return list.data.find((c) => c.id === current);
 }
 
+// A CCT campaign: one bar per fault and method, critical clearing time in ms, shortest first.
+async function drawCct(c) {
+  const section = document.getElementById("cct-section");
+  if (!c.cct) { section.hidden = true; return; }
+  section.hidden = false;
+  const body = await api(`/campaigns/${c.id}/cct`);
+  const done = body.data.filter((r) => r.cct_s !== null);
+  const order = [...new Set(done.map((r) => r.scenario))];  // table order: shortest CCT first
+  const methods = [...new Set(done.map((r) => `${r.method} ${r.config}`))];
+  const traces = methods.map((m, k) => {
+    const mine = done.filter((r) => `${r.method} ${r.config}` === m);
+    return { type: "bar", name: m, x: mine.map((r) => r.scenario), y: mine.map((r) => 1e3 * r.cct_s),
+      marker: { color: COLORS[k % COLORS.length] },
+      text: mine.map((r) => `${r.probes} probes, ${fmt(r.solve_seconds)} s`),
+      hovertemplate: "%{x}<br>CCT %{y:.1f} ms<br>%{text}<extra>%{fullData.name}</extra>" };
+  });
+  document.getElementById("cct-note").textContent = `${done.length} of ${body.data.length} `
+    + `searches done; resolution ${fmt(1e3 * body.resolution_s, 1)} ms, longest fault searched `
+    + `${fmt(1e3 * body.max_clearing_s, 0)} ms; stable: ${body.criterion}`;
+  const lay = layout({ ...axis("fault"), categoryorder: "array", categoryarray: order },
+    axis("critical clearing time (ms)"), `cct:${c.id}`, done.length ? "" : "no search done yet");
+  lay.barmode = "group";
+  await draw("plot-cct", traces, lay);
+}
+
 async function loadDetail(c) {
   document.getElementById("detail").hidden = false;
   document.getElementById("title").textContent = `Campaign ${c.id}: ${c.name} (${c.network})`;
@@ -305,6 +330,7 @@ async function loadDetail(c) {
     { h: "reason", l: 1, f: (r) => esc(r.reason) }, { h: "message", l: 1, f: (r) => esc(r.message) },
   ], failures.data);
   if (!failures.count) document.getElementById("failures").innerHTML = "<tr><td>none</td></tr>";
+  await drawCct(c);
   await drawPareto(pareto, stats.thresholds, String(c.id));
   const labels = Object.fromEntries(ranking.data.map((r) => [r.scenario_id, r.label]));
   await loadTrajectories(runs.data.filter((r) => !r.config_label.startsWith("reference")), labels);

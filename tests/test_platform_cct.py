@@ -1,0 +1,106 @@
+"""Critical-clearing-time campaigns: each probe a run, the bracket moved in the transaction
+that records it, the result checked against an independent fine sweep of clearing times."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from raptorgrid import repository as repo
+from raptorgrid.repository.cct import cct_table
+from raptorgrid.spec import CampaignCreate, SpecError, expand
+from raptorgrid.tables import Run, utcnow
+from raptorgrid.zarr_store import result_dataset
+from sqlalchemy import select
+
+from workers.runner import WorkerContext, execute_batch
+
+FAULT = {"kind": "bus_fault", "bus": "bus7", "t_fault": 0.1, "t_clear": 0.2, "x": 0.001}
+METHOD = {"method": "radau", "options": {"rtol": 1e-6}}
+SPEC = {
+    "name": "cct",
+    "network": "wscc9",
+    "t_end": 1.6,
+    "n_eval": 161,
+    "disturbances": [FAULT],
+    "methods": [METHOD],
+    "cct": {"resolution": 0.01, "max_clearing": 0.5, "window": 1.0},
+}
+
+
+def test_a_cct_spec_is_checked(sqlite_settings) -> None:
+    def errors(**changes: object) -> str:
+        with pytest.raises(SpecError) as caught:
+            expand(CampaignCreate.model_validate({**SPEC, **changes}), settings=sqlite_settings)
+        return str(caught.value.errors)
+
+    assert "reference" in errors(reference={})
+    assert "bus faults, not branch_trip" in errors(
+        disturbances=[{"kind": "branch_trip", "branch": "br_5_6", "t": 0.1}]
+    )
+    assert "t_end must be at least" in errors(t_end=1.2)
+    plan = expand(CampaignCreate.model_validate(SPEC), settings=sqlite_settings)
+    assert [r.clearing_time for r in plan.runs] == [0.5]  # the first probe: the longest
+
+
+def stable_at(duration: float) -> bool:
+    """The verdict of one solve with the fault cleared after ``duration`` (no platform)."""
+    from raptorgrid.scoring.indicators import stability_indicators
+
+    from models.disturbances import BusFault
+    from models.library import build_system
+    from models.scenarios import make_scenario
+    from solvers import solve
+
+    system = build_system("wscc9")
+    fault = BusFault(**{**FAULT, "t_clear": FAULT["t_fault"] + duration})
+    scenario = make_scenario(system, fault, t_end=SPEC["t_end"], n_eval=SPEC["n_eval"])
+    result = solve(system, scenario, "radau", rtol=1e-6)
+    return stability_indicators(result_dataset(result)).stable
+
+
+@pytest.mark.slow
+def test_the_search_brackets_the_cct_found_by_a_fine_sweep(sqlite_settings, sqlite_db) -> None:
+    spec = CampaignCreate.model_validate(SPEC)
+    with sqlite_db.write() as session:
+        campaign, run_ids = repo.create_campaign(
+            session=session, spec=spec, expansion=expand(spec, settings=sqlite_settings),
+            now=utcnow(),
+        )  # fmt: skip
+    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
+    rounds = 0
+    while True:  # what a worker would receive: the queued probes, one round at a time
+        with sqlite_db.read() as session:
+            queued = list(session.scalars(
+                select(Run.id).where(Run.campaign_id == campaign.id, Run.status == "queued")
+            ))  # fmt: skip
+        if not queued:
+            break
+        assert execute_batch(queued, worker="t", ctx=context) == ["succeeded"] * len(queued)
+        rounds += 1
+    with sqlite_db.read() as session:
+        (row,) = cct_table(session=session, campaign_id=campaign.id)
+        final = repo.get_campaign(session=session, campaign_id=campaign.id)
+        durations = sorted(session.scalars(
+            select(Run.clearing_time).where(Run.campaign_id == campaign.id)
+        ))  # fmt: skip
+    assert final.status == "finished" and final.n_runs == rounds == row["probes"]
+    assert row["status"] == "done", row
+    cct, hi = row["cct_s"], row["hi_s"]
+    assert hi - cct <= 0.01 + 1e-12 and row["probes"] <= spec.cct.most_probes
+    assert 0.5 in durations and row["solve_seconds"] > 0
+    # independently: a 2.5 ms sweep around the bracket finds the same boundary
+    sweep = np.arange(cct - 0.01, hi + 0.0125, 0.0025)
+    verdicts = [stable_at(float(d)) for d in sweep]
+    boundary = next(d for d, ok in zip(sweep, verdicts, strict=True) if not ok)
+    assert all(verdicts[: list(sweep).index(boundary)])  # stable below, then unstable
+    assert cct < boundary <= hi + 1e-12
+
+    # the API serves the same table (typed), and a campaign without a search says so
+    from fastapi.testclient import TestClient
+    from raptorgrid.api import create_app
+
+    with TestClient(create_app(sqlite_settings)) as client:
+        body = client.get(f"/campaigns/{campaign.id}/cct").json()
+        listed = client.get("/campaigns").json()["data"]
+    assert body["data"][0]["cct_s"] == cct and body["resolution_s"] == 0.01
+    assert "TSI > 0" in body["criterion"] and listed[0]["cct"] is True
