@@ -104,3 +104,36 @@ def test_the_search_brackets_the_cct_found_by_a_fine_sweep(sqlite_settings, sqli
         listed = client.get("/campaigns").json()["data"]
     assert body["data"][0]["cct_s"] == cct and body["resolution_s"] == 0.01
     assert "TSI > 0" in body["criterion"] and listed[0]["cct"] is True
+
+
+def test_a_probe_whose_state_ran_away_is_unstable_other_failures_end_the_search(
+    sqlite_settings, sqlite_db
+) -> None:
+    from raptorgrid.repository.cct import Probe, advance
+
+    from solvers.status import RunStatus
+
+    spec = CampaignCreate.model_validate(
+        {**SPEC, "disturbances": [FAULT, {**FAULT, "bus": "bus5"}]}
+    )
+    with sqlite_db.write() as session:
+        campaign, (first, second) = repo.create_campaign(
+            session=session, spec=spec, expansion=expand(spec, settings=sqlite_settings),
+            now=utcnow(),
+        )  # fmt: skip
+        queued = advance(session=session, probes=[
+            Probe(first, RunStatus.FAILED, "diverged", None),
+            Probe(second, RunStatus.FAILED, "newton_failed", None),
+        ])  # fmt: skip
+        assert (
+            advance(session=session, probes=[Probe(first, RunStatus.FAILED, "diverged", None)])
+            == {}
+        )
+    assert set(queued) == {first}  # the diverged probe bisected on; guarded against replays
+    with sqlite_db.read() as session:
+        rows = {r["scenario"]: r for r in cct_table(session=session, campaign_id=campaign.id)}
+        n_runs = repo.get_campaign(session=session, campaign_id=campaign.id).n_runs
+    ran_away, broke = rows["bus_fault:bus7#0"], rows["bus_fault:bus5#0"]
+    assert (ran_away["status"], ran_away["hi_s"], ran_away["probes"]) == ("running", 0.5, 1)
+    assert broke["status"] == "failed" and "newton_failed" in broke["message"]
+    assert n_runs == 3  # the next probe counts in the campaign

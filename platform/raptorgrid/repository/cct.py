@@ -11,7 +11,8 @@ the probes of one search are sequential and searches run in parallel.
 the campaign's counters: it moves the bracket by the probe's verdict (its trajectory's TSI > 0,
 ``scoring.indicators``, computed by the worker that solved it) and inserts the next probe (the
 campaign's run count grows with it, so the campaign is not finished while a search goes on).
-A probe that failed (solver failure, time limit, cancellation) ends its search as failed. The
+A probe whose state ran away (``diverged``, ``non_finite``) is unstable; any other failure
+(Newton, step budget, time limit, cancellation) ends its search as failed. The
 guard ``last_run_id = probe`` makes the advance happen once per probe, whatever redeliveries.
 """
 
@@ -32,9 +33,14 @@ from raptorgrid.tables import (
     ScenarioRow,
     utcnow,
 )
-from solvers.status import RunStatus
+from solvers.status import FailureReason, RunStatus
 
 RUNNING, DONE, FAILED = "running", "done", "failed"
+LEFT_THE_DOMAIN = frozenset({FailureReason.DIVERGED.value, FailureReason.NON_FINITE.value})
+"""Probe failures that are verdicts: the state grew without bound or stopped being finite (a
+fault held long enough makes the rotor angles run away), judged unstable as planning tools judge
+a simulation that breaks down after a long fault. Other failures (Newton, step budget, time
+limit) say nothing of stability: they end the search as failed."""
 _NO_SYNC = {"synchronize_session": False}
 
 
@@ -117,13 +123,16 @@ def advance(*, session: Session, probes: list[Probe]) -> dict[int, int]:
         cct = searches[search.campaign_id]
         values: dict[str, Any] = {"probes": search.probes + 1}
         duration = float(run.clearing_time)
-        if probe.status is not RunStatus.SUCCEEDED or probe.stable is None:
+        stable = probe.stable
+        if probe.status is RunStatus.FAILED and probe.reason in LEFT_THE_DOMAIN:
+            stable = False  # the machines ran away: unstable, whatever the solver could do
+        if stable is None:
             why = f" ({probe.reason})" if probe.reason else ""
             message = f"probe at {1e3 * duration:.1f} ms {probe.status.value}{why}"
             values.update(status=FAILED, message=message)
         else:
             lo, hi = search.lo, search.hi
-            if probe.stable:
+            if stable:
                 lo = max(lo, duration)
             else:
                 hi = duration if hi is None else min(hi, duration)
