@@ -287,3 +287,21 @@ def test_hostile_bodies_cost_little_and_never_5xx(make_settings, small_spec) -> 
         assert outcomes["deep"].status_code == 413 and outcomes["large"].status_code == 413
         anonymous = client.post("/campaigns", content=b"x" * 5_000_000)
         assert anonymous.status_code == 401 and "missing API token" in anonymous.json()["detail"]
+
+
+def test_writes_past_an_owners_rate_get_429_with_retry_after(make_settings, small_spec) -> None:
+    """A token bucket per owner: a burst of writes, then 429 with Retry-After; another owner
+    is not affected, and reads never are."""
+    settings = make_settings(write_rate_per_minute=6.0, write_burst=3)
+    migrate.upgrade(settings)
+    with TestClient(create_app(settings)) as client:
+        alice, bob = token_for(client, "alice"), token_for(client, "bob")
+        codes = [
+            client.post("/campaigns/999/cancel", headers=alice).status_code for _ in range(4)
+        ]
+        assert codes == [404, 404, 404, 429]  # three pass the limiter (then 404), one does not
+        refused = client.post("/campaigns/999/cancel", headers=alice)
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+        assert "at most 6 per minute" in refused.json()["detail"]
+        assert client.post("/campaigns/999/cancel", headers=bob).status_code == 404
+        assert client.get("/campaigns").status_code == 200

@@ -114,6 +114,10 @@ class Settings(BaseSettings):
         6_000_000, ge=1, description="largest request body (bytes), refused before parsing"
     )
     max_json_depth: int = Field(32, ge=4, description="deepest nesting of a JSON request body")
+    write_rate_per_minute: float = Field(
+        120.0, gt=0, description="writes per minute allowed to one token owner (429 beyond)"
+    )
+    write_burst: int = Field(60, ge=1, description="writes one owner may make at once")
     db_retry_seconds: float = Field(
         120.0, ge=0, description="s; how long a worker retries a write while the database is down"
     )

@@ -15,6 +15,7 @@ from raptorgrid import __version__, case_store
 from raptorgrid.api import errors
 from raptorgrid.api.deps import bounded_path_ids
 from raptorgrid.api.limits import RequestLimits
+from raptorgrid.api.ratelimit import WriteRateLimiter
 from raptorgrid.api.routes import campaigns, cases, health, runs, solvers, trajectories
 from raptorgrid.api.routes import stats as results_stats
 from raptorgrid.celery_app import create_celery
@@ -43,6 +44,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db = Database.from_settings(settings)
     case_store.use_settings(settings)
     app.state.stats_cache = StatsCache()
+    app.state.write_limiter = WriteRateLimiter(
+        per_minute=settings.write_rate_per_minute, burst=settings.write_burst
+    )
     app.state.celery = create_celery(settings)
     errors.install(app)
     app.add_middleware(

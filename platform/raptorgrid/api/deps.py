@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -69,12 +70,23 @@ def _principal(
 
 
 def get_principal(
+    request: Request,
     db: Annotated[Database, Depends(get_db)],
     settings: Annotated[Settings, Depends(get_settings_dep)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """The caller of a write endpoint: 401 without a valid token."""
-    return _principal(db, settings, credentials)
+    """The caller of a write endpoint: 401 without a valid token, 429 (``Retry-After``) past
+    its owner's write rate (``api.ratelimit``)."""
+    principal = _principal(db, settings, credentials)
+    wait = request.app.state.write_limiter.take(principal.owner)
+    if wait > 0:
+        raise HTTPException(
+            status_code=429,
+            detail=f"too many writes for {principal.owner!r}: at most "
+            f"{settings.write_rate_per_minute:g} per minute (bursts of {settings.write_burst})",
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
+    return principal
 
 
 def read_access(
