@@ -24,7 +24,10 @@ def fuzz_app(tmp_path_factory):
     from raptorgrid.settings import Settings
 
     app_settings = Settings(
-        data_dir=tmp_path_factory.mktemp("fuzz"), max_runs_per_campaign=20, max_horizon=2.0
+        data_dir=tmp_path_factory.mktemp("fuzz"),
+        max_runs_per_campaign=20,
+        max_horizon=2.0,
+        write_burst=1_000_000,  # the writes reach the routes (the limiter is tested on its own)
     )
     migrate.upgrade(app_settings)
     app = create_app(app_settings)
