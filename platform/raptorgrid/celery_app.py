@@ -47,7 +47,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         "worker_concurrency": 1,
         "worker_pool_start_method": "spawn",
-        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # a broker blip must not stop the runs in flight: their results go to SQL and Zarr,
+        # and their messages, unacknowledged, come back after the visibility timeout and are
+        # skipped then (the runs are final; claims are idempotent)
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
         # A pool process replacing a killed one imports JAX and prebuilds networks before it
         # reports UP; Celery's default 4 s wait killed it again, forever (measured).
         "worker_proc_alive_timeout": settings.worker_start_timeout,
