@@ -18,17 +18,18 @@ class RaptorOptions(StrictOptions):
     n_colloc: int = Field(10, ge=2, le=32, description="collocation points (M <= N)")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the shape-parameter draws")
     a_max_levels: tuple[float, ...] = Field(
-        (25.0 / 9.0, 4.0, 6.0),
+        (25.0 / 9.0,),
         min_length=1,
         max_length=6,
         description="upper bounds of the shape-parameter range a ~ U[0, a_max] (normalised time),"
-        " one per level; the level grows with h times the fastest local rate",
+        " one per level; the level grows with h times the fastest local rate. Default: the RPNN "
+        "code's 25/9 alone (wider levels are less consistent: docs/raptor.md, step control)",
     )
     level_thresholds: tuple[float, ...] = Field(
-        (1000.0, 10000.0),
+        (),
         max_length=5,
         description="values of h * rho (rho: spectral radius of the reduced Jacobian) at which "
-        "the next a_max level is used",
+        "the next a_max level is used (e.g. (1000, 10000) with levels (25/9, 4, 6))",
     )
     draws: int = Field(8, ge=1, le=64, description="basis draws per level (redrawn on rejection)")
     continuation: float = Field(

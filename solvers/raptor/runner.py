@@ -313,7 +313,8 @@ def _segment(
             )
         if jvals is None:
             jvals = ev.jacobian_values(x, z)
-            rho = spectral_radius(ev.algebraic_lu(jvals).reduced_matvec, x.size)
+            if opts.level_thresholds:  # only the level needs rho (one level by default)
+                rho = spectral_radius(ev.algebraic_lu(jvals).reduced_matvec, x.size)
             jac_fresh, jac_version = True, jac_version + 1
         level = level_for(h * rho, tuple(opts.level_thresholds))
         idx = banks.flat_index(level, draw)
