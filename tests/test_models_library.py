@@ -49,8 +49,9 @@ def test_the_metadata_file_lists_every_network_with_its_description() -> None:
     from models.library import NETWORKS, SUMMARY_FILE
 
     stored = json.loads(SUMMARY_FILE.read_text())
-    assert set(stored) == set(NETWORKS)
-    assert all(stored[n]["description"] == NETWORKS[n].description for n in NETWORKS)
+    own = {n for n, entry in NETWORKS.items() if entry.builder.__module__ == "models.library"}
+    assert set(stored) == own  # (tests register faulty networks of their own at run time)
+    assert all(stored[n]["description"] == NETWORKS[n].description for n in own)
     code = (
         "import sys; from raptorgrid.cli.explore import stored_networks; "
         "rows = stored_networks(); assert 'jax' not in sys.modules and 'models' not in "
@@ -59,4 +60,4 @@ def test_the_metadata_file_lists_every_network_with_its_description() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout) == len(NETWORKS)
+    assert int(done.stdout) == len(own)

@@ -57,7 +57,8 @@ def test_celery_config_redis(tmp_path: Path) -> None:
     assert conf["task_ignore_result"]
     assert conf["worker_prefetch_multiplier"] == 1
     assert conf["worker_pool_start_method"] == "spawn"
-    assert conf["worker_cancel_long_running_tasks_on_connection_loss"]
+    # a broker blip must not stop runs in flight (their results need no broker)
+    assert conf["worker_cancel_long_running_tasks_on_connection_loss"] is False
     assert conf["worker_proc_alive_timeout"] == s.worker_start_timeout  # > JAX import + prebuild
     assert conf["task_routes"][RUN_TASK] == {"queue": "q1"}
     assert [q.name for q in conf["task_queues"]] == ["q1"]

@@ -296,9 +296,7 @@ def test_writes_past_an_owners_rate_get_429_with_retry_after(make_settings, smal
     migrate.upgrade(settings)
     with TestClient(create_app(settings)) as client:
         alice, bob = token_for(client, "alice"), token_for(client, "bob")
-        codes = [
-            client.post("/campaigns/999/cancel", headers=alice).status_code for _ in range(4)
-        ]
+        codes = [client.post("/campaigns/999/cancel", headers=alice).status_code for _ in range(4)]
         assert codes == [404, 404, 404, 429]  # three pass the limiter (then 404), one does not
         refused = client.post("/campaigns/999/cancel", headers=alice)
         assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1

@@ -107,7 +107,7 @@ def test_killed_workers_lose_and_duplicate_nothing(
         lease_seconds=3.0,
         heartbeat_seconds=0.5,
         requeue_grace_seconds=2.0,
-        zarr_write_pause_seconds=0.8,
+        zarr_write_pause_seconds=2.0,  # room for the kill on a loaded machine
         max_attempts=3,
     )
     n_runs, to_kill = 8, 4
@@ -179,8 +179,13 @@ def test_broker_restart_mid_campaign(
                 return campaign_rows(settings, campaign_id)[0].n_succeeded >= 1
 
             wait_until(some_done, 120, f"a first run\n{worker.log()[-3000:]}")
-            in_flight = [r.id for r in campaign_rows(settings, campaign_id)[1]
-                         if r.status == "running"]  # fmt: skip
+
+            def solving() -> list[int]:
+                return [r.id for r in campaign_rows(settings, campaign_id)[1]
+                        if r.status == "running" and r.sim_time]  # fmt: skip
+
+            wait_until(lambda: bool(solving()), 60, f"a run solving\n{worker.log()[-3000:]}")
+            in_flight = solving()
             redis.stop()
             stopped = time.monotonic()
             time.sleep(4.0)

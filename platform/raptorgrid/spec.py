@@ -40,7 +40,7 @@ from models.library import STORED_CASE_PREFIX, build_system, is_stored_case, net
 from models.naming import unknown_name
 from raptorgrid.campaign_gen import DisturbanceGenerator
 from raptorgrid.settings import Settings
-from solvers.catalogue import UnknownMethodError, validate_options
+from solvers.catalogue import METHODS, UnknownMethodError, validate_options
 
 Loc = tuple[str | int, ...]
 
@@ -76,7 +76,7 @@ class MethodSweep(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    method: str
+    method: str = Field(json_schema_extra={"enum": sorted(METHODS)})
     options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("method")
@@ -187,7 +187,12 @@ class CampaignCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    network: str
+    network: str = Field(
+        description="a library network (`raptorgrid networks`) or an uploaded case, case:<id>",
+        json_schema_extra={
+            "anyOf": [{"enum": network_names()}, {"pattern": r"^case:[0-9]+$"}],
+        },
+    )
     t_end: float = Field(gt=0.0, description="horizon (s); capped by the max_horizon setting")
     n_eval: int = Field(201, ge=2, description="points of the evaluation grid")
     disturbances: list[Disturbance] = Field(default_factory=lambda: [NoDisturbance()])
