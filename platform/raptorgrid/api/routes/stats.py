@@ -166,7 +166,16 @@ def read_cct(campaign_id: int, session: SessionDep) -> CctTable:
     cost; 422 for a campaign that is not one."""
     campaign = _campaign(session, campaign_id)
     if not (campaign.spec or {}).get("cct"):
-        raise HTTPException(status_code=422, detail=f"campaign {campaign_id} has no cct search")
+        raise HTTPException(
+            status_code=422,
+            detail=[
+                {
+                    "loc": ["path", "campaign_id"],
+                    "msg": f"campaign {campaign_id} is not a CCT campaign (its spec has no cct)",
+                    "type": "value_error",
+                }
+            ],
+        )
     search = CctSearch.model_validate(campaign.spec["cct"])
     return CctTable(
         campaign_id=campaign_id,
