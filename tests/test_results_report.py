@@ -25,23 +25,29 @@ SPEC = {
 }
 
 
+def solved_campaign(spec: dict, settings, db) -> int:  # noqa: ANN001
+    """The campaign of ``spec``, every run solved in this process; its id."""
+    parsed = CampaignCreate.model_validate(spec)
+    with db.write() as session:
+        campaign, run_ids = repo.create_campaign(
+            session=session, spec=parsed, expansion=expand(parsed, settings=settings),
+            now=utcnow(),
+        )  # fmt: skip
+    context = WorkerContext(settings=settings, db=db)
+    for run_id in run_ids:
+        assert execute_run(run_id, worker="test", ctx=context) == "succeeded"
+    return campaign.id
+
+
 @pytest.mark.slow
 def test_report_writes_plots_and_html_with_the_campaign_numbers(
     sqlite_settings, sqlite_db, tmp_path
 ):
-    spec = CampaignCreate.model_validate(SPEC)
-    expansion = expand(spec, settings=sqlite_settings)
-    with sqlite_db.write() as session:
-        campaign, run_ids = repo.create_campaign(
-            session=session, spec=spec, expansion=expansion, now=utcnow()
-        )
-    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
-    for run_id in run_ids:
-        assert execute_run(run_id, worker="test", ctx=context) == "succeeded"
+    campaign_id = solved_campaign(SPEC, sqlite_settings, sqlite_db)
     with sqlite_db.read() as session:
         data, files = write_report(
             session=session,
-            campaign_id=campaign.id,
+            campaign_id=campaign_id,
             out_dir=tmp_path,
             zarr_root=sqlite_settings.zarr_root,
         )
@@ -63,7 +69,7 @@ def test_report_writes_plots_and_html_with_the_campaign_numbers(
     assert radau["speedup"] is not None and f"{radau['speedup']:.2f}" in page
     assert data.ranking and data.ranking[0]["label"] in page
     # titled with the campaign's name and network; an empty table says "none"
-    title = f"{SPEC['name']} — {SPEC['network']} (campaign {campaign.id})"
+    title = f"{SPEC['name']} — {SPEC['network']} (campaign {campaign_id})"
     assert f"<title>{title}</title>" in page and f"<h1>{title}</h1>" in page
     assert "<h2>Failures</h2><p>none</p>" in page
 
@@ -74,20 +80,11 @@ def test_report_without_a_reference_still_draws_work_and_trajectories(
 ):
     """No reference: nothing is scored, yet the work plot shows every configuration and the
     trajectory plot the method's run (before, both scatter plots had empty axes)."""
-    spec = CampaignCreate.model_validate(
-        {**SPEC, "methods": [{"method": "radau", "options": {"rtol": [1e-3, 1e-5]}}],
-         "reference": None}
-    )  # fmt: skip
-    expansion = expand(spec, settings=sqlite_settings)
-    with sqlite_db.write() as session:
-        campaign, run_ids = repo.create_campaign(
-            session=session, spec=spec, expansion=expansion, now=utcnow()
-        )
-    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
-    for run_id in run_ids:
-        assert execute_run(run_id, worker="test", ctx=context) == "succeeded"
+    radau_only = {"method": "radau", "options": {"rtol": [1e-3, 1e-5]}}
+    spec = {**SPEC, "methods": [radau_only], "reference": None}
+    campaign_id = solved_campaign(spec, sqlite_settings, sqlite_db)
     with sqlite_db.read() as session:
-        data, files = write_report(session=session, campaign_id=campaign.id, out_dir=tmp_path,
+        data, files = write_report(session=session, campaign_id=campaign_id, out_dir=tmp_path,
                                    zarr_root=sqlite_settings.zarr_root)  # fmt: skip
     assert data.pareto == [] and data.table_one["subject_config"] is None
     assert [t.reference for t in data.trajectories] == [None]
