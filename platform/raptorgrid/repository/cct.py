@@ -101,6 +101,8 @@ def advance(*, session: Session, probes: list[Probe]) -> dict[int, int]:
     from raptorgrid.spec import CctSearch
 
     new_runs: dict[int, int] = {}
+    if not probes:  # the common case: no CCT probe among the finished runs, no query
+        return new_runs
     searches: dict[int, CctSearch] = {}
     for probe in probes:
         row = session.execute(

@@ -271,11 +271,13 @@ def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> l
         )
         if done.rowcount == 1:
             recorded.append(f)
-    campaigns = dict(
-        session.execute(
-            select(Run.id, Run.campaign_id).where(Run.id.in_([f.run_id for f in finishes]))
-        ).all()
-    )
+    rows = session.execute(
+        select(Run.id, Run.campaign_id, Run.search_id).where(
+            Run.id.in_([f.run_id for f in finishes])
+        )
+    ).all()
+    campaigns = {run_id: campaign_id for run_id, campaign_id, _ in rows}
+    probes = {run_id for run_id, _, search_id in rows if search_id is not None}
     with_metrics = [
         {"run_id": f.run_id, "attempt": f.attempt, **f.metrics}
         for f in recorded
@@ -285,7 +287,11 @@ def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> l
         _upsert_metrics(session, with_metrics)
     next_probes = cct.advance(
         session=session,
-        probes=[cct.Probe(f.run_id, f.status, f.reason, f.stable) for f in recorded],
+        probes=[
+            cct.Probe(f.run_id, f.status, f.reason, f.stable)
+            for f in recorded
+            if f.run_id in probes
+        ],
     )  # before the counters: a search that goes on keeps its campaign running
     finished: dict[int, bool] = {}
     for campaign_id in sorted({campaigns[f.run_id] for f in recorded}):
