@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import Iterable, Sequence
@@ -58,27 +59,74 @@ def queue_depth(celery: Celery, *, queue: str) -> int:
         return declared.message_count
 
 
-def held_by_workers(celery: Celery, *, queue: str) -> int:
-    """Messages of ``queue`` that workers hold (delivered, not acknowledged: running, or
-    reserved behind a running task). Known for Redis, whose transport keeps them in its
-    ``unacked`` hash (values: [message, exchange, routing key]) and restores them to the queue
-    when a holder dies (after the visibility timeout), so they are never lost; 0 for other
-    transports, which report nothing."""
+def runs_in_broker(celery: Celery, *, queue: str) -> set[int]:
+    """Run ids of the messages of ``queue`` the broker still has, however deep the queue:
+    waiting in it, and on Redis also delivered to a worker and not acknowledged (its
+    ``unacked`` hash, restored to the queue when the holder dies). A run queued in SQL but in
+    none of these lost its message (the reconciler re-sends it). The SQLAlchemy transport
+    hides a message once delivered and never restores it: runs of a message a worker holds are
+    running in SQL, or kept fresh by that worker's heartbeats (``repo.mark_in_transit``)."""
     with celery.connection_for_write() as connection:
         channel = connection.default_channel
-        client = getattr(channel, "client", None)
-        key = getattr(channel, "unacked_key", None)
-        if client is None or key is None:
+        try:
+            client = getattr(channel, "client", None)
+            if client is not None and hasattr(channel, "unacked_key"):
+                return _redis_runs(channel, client, queue)
+            return _sqla_runs(channel, queue)
+        finally:
             _release_sql_session(channel)
-            return 0
-        held = 0
-        for _, value in client.hscan_iter(key):
-            try:
-                routing_key = json.loads(value)[2]
-            except (ValueError, IndexError, TypeError):
-                continue
-            held += routing_key == queue
-        return held
+
+
+_PAGE = 500
+"""Messages read per Redis round trip."""
+
+
+def _redis_runs(channel, client, queue: str) -> set[int]:  # noqa: ANN001 - kombu objects
+    """Waiting messages first (every priority list), then the unacknowledged ones: a message
+    moving from one to the other between the reads is seen at least once, or (rarely) missed,
+    which only costs a duplicate message (claims are idempotent)."""
+    runs: set[int] = set()
+    for priority in channel.priority_steps:
+        key = channel._q_for_pri(queue, priority)  # noqa: SLF001 - the transport's list key
+        start = 0
+        while page := client.lrange(key, start, start + _PAGE - 1):
+            for raw in page:
+                runs |= _message_runs(raw)
+            start += _PAGE
+    for _, value in client.hscan_iter(channel.unacked_key):
+        try:
+            message, _, routing_key = json.loads(value)
+        except (ValueError, TypeError):
+            continue
+        if routing_key == queue:
+            runs |= _message_runs(message)
+    return runs
+
+
+def _sqla_runs(channel, queue: str) -> set[int]:  # noqa: ANN001 - kombu's SQLAlchemy channel
+    runs: set[int] = set()
+    rows = channel._query_all(queue).filter(channel.message_cls.visible.is_(True))  # noqa: SLF001
+    for message in rows.yield_per(_PAGE):
+        runs |= _message_runs(message.payload)
+    return runs
+
+
+def _message_runs(raw: str | bytes | dict) -> set[int]:
+    """The run ids a run message carries (Celery protocol 2: body [args, kwargs, embed], the
+    task's one argument a run id or a list of them); empty for anything else."""
+    try:
+        message = json.loads(raw) if isinstance(raw, str | bytes) else raw
+        if message.get("headers", {}).get("task") != RUN_TASK:
+            return set()
+        body = message["body"]
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        args = json.loads(body)[0]
+        ids = args[0] if isinstance(args[0], list) else [args[0]]
+        return {int(i) for i in ids}
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        log.warning("unreadable message in the run queue: %.200r", raw)
+        return set()
 
 
 def _release_sql_session(channel: object) -> None:

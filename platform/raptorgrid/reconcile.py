@@ -2,12 +2,13 @@
 
 Delivery is at least once on Redis, but a serverless transport loses the message of a worker
 killed with ``kill -9``, and any worker can die mid-run. The SQL lease is the ground truth: a
-running run whose lease expired is requeued (or failed after ``max_attempts``), and when the
-broker holds none of the queue's messages (none waiting, none delivered to a worker), queued
-runs not sent for a while are sent again (claims are idempotent, so a duplicate message is
-harmless). Runs waiting behind the running one in a batch message are kept fresh by the
-worker's heartbeats (``repo.mark_in_transit``). Trade-off: on Redis, a message reserved by a
-worker host that died is not re-sent early; Redis restores it after the visibility timeout.
+running run whose lease expired is requeued (or failed after ``max_attempts``), and a queued
+run not sent for ``requeue_grace_seconds`` whose message the broker no longer has (compared
+run by run with the messages waiting in the queue and, on Redis, those delivered and not
+acknowledged; however deep the queue) is sent again (claims are idempotent, so a duplicate
+message is harmless). Runs waiting behind the running one in a batch message are kept fresh by
+the worker's heartbeats (``repo.mark_in_transit``). Trade-off: on Redis, a message reserved by
+a worker host that died is not re-sent early; Redis restores it after the visibility timeout.
 Each pass also removes staging data that crashed writers left behind. Runs in the CLI process
 and as ``raptorgrid reconcile``, which survives broker and database outages: a failed pass is
 logged and retried with exponential backoff.
@@ -22,7 +23,7 @@ from celery import Celery
 
 from raptorgrid import repository as repo
 from raptorgrid.db import Database
-from raptorgrid.queueing import enqueue_runs, held_by_workers, queue_depth
+from raptorgrid.queueing import enqueue_runs, runs_in_broker
 from raptorgrid.settings import Settings
 from raptorgrid.tables import utcnow
 from raptorgrid.zarr_store import clean_staging, consolidate_campaign
@@ -42,18 +43,18 @@ def reconcile_once(*, db: Database, celery: Celery, settings: Settings) -> repo.
     for campaign_id in outcome.finished_campaigns:
         consolidate_campaign(settings.zarr_root, campaign_id)
     to_send = list(outcome.requeued)
-    # re-send stale queued runs only when the broker holds none of the queue's messages: not
-    # waiting in it, nor delivered to a worker (a held batch, or one reserved behind a run)
-    if (
-        queue_depth(celery, queue=settings.queue) == 0
-        and held_by_workers(celery, queue=settings.queue) == 0
-    ):
-        with db.write() as session:
-            stale = repo.stale_queued(
-                session=session, now=utcnow(), older_than=settings.requeue_grace_seconds
-            )
-        outcome.requeued.extend(stale)
-        to_send.extend(stale)
+    # queued runs not sent for a while whose message the broker no longer has, however deep
+    # the queue: the broker is read first, so a run sent after that read is not yet stale
+    in_broker = runs_in_broker(celery, queue=settings.queue)
+    with db.write() as session:
+        stale = repo.stale_queued(
+            session=session,
+            now=utcnow(),
+            older_than=settings.requeue_grace_seconds,
+            in_broker=in_broker,
+        )
+    outcome.requeued.extend(stale)
+    to_send.extend(stale)
     if to_send:
         enqueue_runs(celery, to_send, queue=settings.queue)
         log.warning("reconciler re-sent %d runs: %s", len(to_send), to_send[:20])

@@ -54,7 +54,7 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(5.0, gt=0, description="least interval between heartbeats")
     max_attempts: int = Field(3, ge=1, description="claims of one run before it is failed")
     requeue_grace_seconds: float = Field(
-        30.0, gt=0, description="age of a queued run re-sent when the queue is empty"
+        30.0, gt=0, description="age of a queued run re-sent when its message is gone"
     )
 
     max_runs_per_campaign: int = Field(10_000, ge=1)

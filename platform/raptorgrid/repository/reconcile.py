@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -76,7 +77,8 @@ def requeue_expired(*, session: Session, now: datetime, max_attempts: int) -> Re
 
 def mark_in_transit(*, session: Session, run_ids: list[int], now: datetime) -> None:
     """Queued runs of a batch message a worker holds: their message is not lost, so reset the
-    clock ``stale_queued`` measures (the queue looks empty while a worker holds the batch)."""
+    clock ``stale_queued`` measures (a transport that hides delivered messages, the embedded
+    SQLAlchemy one, no longer lists that message)."""
     if run_ids:
         session.execute(
             update(Run)
@@ -87,24 +89,42 @@ def mark_in_transit(*, session: Session, run_ids: list[int], now: datetime) -> N
 
 
 def stale_queued(
-    *, session: Session, now: datetime, older_than: float, limit: int = 1000
+    *,
+    session: Session,
+    now: datetime,
+    older_than: float,
+    in_broker: Collection[int] = frozenset(),
+    limit: int = 1000,
+    page: int = 5000,
 ) -> list[int]:
-    """Queued runs last sent more than ``older_than`` seconds ago, marked as sent now.
+    """Queued runs last sent more than ``older_than`` seconds ago whose message the broker no
+    longer has (not in ``in_broker``, ``queueing.runs_in_broker`` read *after* this call's
+    snapshot could only add runs), marked as sent now; at most ``limit``.
 
-    Call only when the broker queue is empty: then their messages were lost (a serverless
-    transport loses the message of a killed worker) and re-sending them is safe (claims are
-    idempotent)."""
+    Their messages were lost (a serverless transport loses the message of a killed worker), and
+    re-sending them is safe (claims are idempotent). The queued runs are read in pages of
+    ``page`` ids, so a lost message deep behind a long queue is found on the same pass."""
     cutoff = now - timedelta(seconds=older_than)
-    ids = list(
-        session.scalars(
-            select(Run.id)
-            .where(Run.status == RunStatus.QUEUED.value, Run.enqueued_at < cutoff)
-            .order_by(Run.id)
-            .limit(limit)
-        )
-    )
-    if ids:
+    lost: list[int] = []
+    after = -1
+    while len(lost) < limit:
+        ids = list(
+            session.scalars(
+                select(Run.id)
+                .where(Run.status == RunStatus.QUEUED.value, Run.enqueued_at < cutoff,
+                       Run.id > after)
+                .order_by(Run.id)
+                .limit(page)
+            )
+        )  # fmt: skip
+        lost.extend(i for i in ids if i not in in_broker)
+        if len(ids) < page:
+            break
+        after = ids[-1]
+    lost = lost[:limit]
+    if lost:
         session.execute(
-            update(Run).where(Run.id.in_(ids)).values(enqueued_at=now).execution_options(**_NO_SYNC)
-        )
-    return ids
+            update(Run).where(Run.id.in_(lost)).values(enqueued_at=now)
+            .execution_options(**_NO_SYNC)
+        )  # fmt: skip
+    return lost
