@@ -76,7 +76,10 @@ def spec_for(case: str, system, reference: str) -> dict:  # noqa: ANN001
     }
 
 
-def run_case(case: str, reference: str, workdir: Path) -> dict:
+def run_case(case: str, reference: str, workdir: Path, jax_cache_dir: Path | None = None) -> dict:
+    """Run ``case``'s campaign in ``workdir``; ``jax_cache_dir``: the executable store to
+    share (the tests pass theirs, so structures compiled by other tests are loaded, not
+    compiled again), else the data directory's own."""
     system = build_system(case)
     spec = spec_for(case, system, reference)
     data_dir = workdir / case
@@ -86,6 +89,8 @@ def run_case(case: str, reference: str, workdir: Path) -> dict:
     env = dict(os.environ, RAPTORGRID_DATA_DIR=str(data_dir))
     for var in ("RAPTORGRID_DATABASE_URL", "RAPTORGRID_BROKER_URL"):
         env.pop(var, None)
+    if jax_cache_dir is not None:
+        env["RAPTORGRID_JAX_CACHE_DIR"] = str(jax_cache_dir)
     start = time.perf_counter()
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "raptorgrid"), "run", str(spec_path), "--workers", "1"],

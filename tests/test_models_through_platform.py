@@ -11,8 +11,10 @@ from benchmarks.model_library import THRESHOLDS, run_case
 
 
 @pytest.mark.slow
-def test_ieee14_fault_through_the_platform_matches_the_reference(tmp_path: Path) -> None:
-    row = run_case("ieee14", "radau", tmp_path)
+def test_ieee14_fault_through_the_platform_matches_the_reference(
+    tmp_path: Path, jax_cache_dir: Path
+) -> None:
+    row = run_case("ieee14", "radau", tmp_path, jax_cache_dir)
     assert row["status"] == "succeeded", row
     assert row["reference_status"] == "succeeded", row
     assert row["disturbance"].startswith("bus_fault:"), row

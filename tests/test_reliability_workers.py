@@ -101,8 +101,10 @@ def pg_redis_settings(make_settings, postgres_url, redis_url, redis_queue):
 def test_killed_workers_lose_and_duplicate_nothing(
     pg_redis_settings, start_worker, wait_until
 ) -> None:
-    """SIGKILL the pool process running a run, alternately mid-solve and mid-Zarr-write: each
-    killed run is redelivered (reconciler after its 3 s lease) and completes exactly once."""
+    """SIGKILL the pool process running a run, once mid-solve and once mid-Zarr-write: each
+    killed run is redelivered (reconciler after its 3 s lease) and completes exactly once.
+    (Four kills, alternating, took 139 s of the suite's 16 minutes; one of each kind tests the
+    same two guarantees.)"""
     settings = pg_redis_settings(
         lease_seconds=3.0,
         heartbeat_seconds=0.5,
@@ -110,7 +112,7 @@ def test_killed_workers_lose_and_duplicate_nothing(
         zarr_write_pause_seconds=2.0,  # room for the kill on a loaded machine
         max_attempts=3,
     )
-    n_runs, to_kill = 8, 4
+    n_runs, to_kill = 5, 2
     worker = start_worker(settings, "victim")
     campaign_id = submit(settings, slow_spec(n_runs))
     killed: dict[int, str] = {}
