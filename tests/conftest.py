@@ -30,6 +30,15 @@ WORKER_START_BUDGET = 90.0
 """Seconds a worker subprocess may take to start, build wscc9 and finish a small campaign."""
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` first (a stable sort: file order within each group). With two
+    test processes the longest tests (worker kills, outages, big networks: 30-140 s each)
+    otherwise start wherever the alphabet puts them, and one starting last in a process ran on
+    alone past everything else; first, they overlap with each other and the short tests fill
+    the gaps (xdist's work stealing takes from the end of a queue)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def require_service(name: str, problem: str) -> None:
     """Skip (or, under CI=true, fail) a test whose service is not reachable."""
     message = f"{name} not reachable: {problem}"

@@ -65,6 +65,7 @@ def check(case, token: str, sent: list[int], created: list[str]) -> None:  # noq
             assert all(d.get("loc") for d in detail), detail
 
 
+@pytest.mark.slow
 def test_api_fuzz(fuzz_app) -> None:
     app, token = fuzz_app
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
