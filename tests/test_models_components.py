@@ -1,5 +1,6 @@
-"""Device models: every initialization twin gives a steady state of its component's equations, and
-validators name the device and field of a bad value."""
+"""Device models of the MATPOWER cases and wscc9 (``models.devices``): every initialization twin
+gives a steady state of its model's equations, and validators name the device and field of a bad
+value."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from models.components import exciter_sexs as sexs
-from models.components import governor_tgov1 as gov
-from models.components import induction_motor as mot
-from models.components import inverter_gfl as inv
-from models.components import synchronous_classical as classical
-from models.components import synchronous_sixth_order as six
-from models.components import synchronous_two_axis as sm
 from models.components.loads import zip_current, zip_parameters
+from models.devices import gfl_inverter as inv
+from models.devices import induction_motor as mot
+from models.devices import sexs_smooth as sexs
+from models.devices import sixth_order as six
+from models.devices import tgov1_smooth as gov
+from models.devices import two_axis as sm
 
 OMEGA_S = 2 * np.pi * 60.0
 V = np.array([1.02 * np.exp(0.1j), 0.98 * np.exp(-0.3j)])
@@ -55,16 +55,6 @@ def test_sixth_order_validation():
     bad["xd_pp"] = 0.5
     with pytest.raises(ValueError, match="gen1: field 'xd_pp'"):
         six.validate_sixth_order("gen1", bad)
-
-
-def test_classical_twin_is_a_steady_state():
-    x = classical.init_classical(V, S, MACHINE)
-    ir, ii = classical.classical_current(x["delta"], x["E_p"], V.real, V.imag, MACHINE)
-    np.testing.assert_allclose(np.asarray(ir) + 1j * np.asarray(ii), x["Ir"] + 1j * x["Ii"])
-    d = classical.classical_derivatives(
-        x["delta"], x["omega"], x["E_p"], ir, ii, x["tm"], MACHINE, OMEGA_S
-    )
-    np.testing.assert_allclose(np.array(d), 0.0, atol=1e-13)
 
 
 def test_tgov1_steady_state_and_droop():

@@ -62,9 +62,8 @@ def test_sizes_and_names(system):
     )
     assert system.alg_names[0] == "Vr[bus1]" and system.alg_names[9] == "Vi[bus1]"
     assert system.alg_names[18:] == tuple(f"{v}[gen{k}]" for v in ("Id", "Iq") for k in (1, 2, 3))
-    assert (
-        len(system.output_names) == 9 + 9 + 3 + 3 + 3 + 1 and system.output_names[-1] == "kcl_max"
-    )
+    assert len(system.output_names) == 9 + 9 + 3 + 3 + 3 + 2
+    assert system.output_names[-2:] == ("omega_coi", "kcl_max")
     for name, value in system.params.items():
         assert isinstance(value, np.ndarray) and value.dtype == np.float64, name
     scale = system.perturbation_scale.reshape(3, 7)

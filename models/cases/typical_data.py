@@ -15,13 +15,13 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from models.components import exciter_ieee_dc1a as dc1a
-from models.components import exciter_sexs as sexs
-from models.components import governor_tgov1 as tgov1
-from models.components import induction_motor as motor
-from models.components import inverter_gfl as inverter
-from models.components import synchronous_two_axis as sm
 from models.components.validation import number
+from models.devices import gfl_inverter as inverter
+from models.devices import ieee_dc1a as dc1a
+from models.devices import induction_motor as motor
+from models.devices import sexs_smooth as sexs
+from models.devices import tgov1_smooth as tgov1
+from models.devices import two_axis as sm
 
 TYPICAL_DATA_PATH = Path(__file__).resolve().parent.parent / "data" / "typical_dynamic_data.json"
 EXCITER_VALIDATORS = {"ieee_dc1a": dc1a.validate_dc1a, "sexs": sexs.validate_sexs}

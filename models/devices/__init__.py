@@ -1,30 +1,52 @@
-"""Dynamic device models in the PSS(R)E model library's terms, each with its equations and its
-initialization from the power-flow solution beside them (``base.DeviceModel``); ``MODELS`` maps
-the ``.dyr`` model names to them. ``models.assembly`` turns a network and device instances into
-one ``DAESystem``."""
+"""Dynamic device models, each with its equations and its initialization from the power-flow
+solution beside them (``base.DeviceModel``): the PSS(R)E model library's (``MODELS`` maps the
+``.dyr`` model names to them; per unit on MBASE) and the project's models of the MATPOWER cases
+and wscc9 (``PROJECT_MODELS``; per unit on the system base, without limits so f stays smooth).
+``models.assembly`` turns a network and device instances into one ``DAESystem``."""
 
 from models.devices.base import DeviceModel
 from models.devices.exst1 import EXST1
 from models.devices.gencls import GENCLS
 from models.devices.genrou import GENROU
+from models.devices.gfl_inverter import GFL_INVERTER
+from models.devices.ieee_dc1a import IEEE_DC1A
 from models.devices.ieeeg1 import IEEEG1
 from models.devices.ieeex1 import IEEEX1
+from models.devices.induction_motor import INDUCTION_MOTOR
 from models.devices.sexs import SEXS
+from models.devices.sexs_smooth import SEXS_SMOOTH
+from models.devices.sixth_order import SIXTH_ORDER
 from models.devices.tgov1 import TGOV1
+from models.devices.tgov1_smooth import TGOV1_SMOOTH
+from models.devices.two_axis import TWO_AXIS
 
 MODELS: dict[str, DeviceModel] = {
     m.name: m for m in (EXST1, GENCLS, GENROU, IEEEG1, IEEEX1, SEXS, TGOV1)
 }
 """Supported ``.dyr`` model names -> models."""
+PROJECT_MODELS: dict[str, DeviceModel] = {
+    m.name: m
+    for m in (GFL_INVERTER, IEEE_DC1A, INDUCTION_MOTOR, SEXS_SMOOTH, SIXTH_ORDER, TGOV1_SMOOTH,
+              TWO_AXIS)
+}  # fmt: skip
+"""The project's models by name (the ``CaseConfig`` names of the MATPOWER builder)."""
 
 __all__ = [
     "EXST1",
     "GENCLS",
     "GENROU",
+    "GFL_INVERTER",
     "IEEEG1",
     "IEEEX1",
+    "IEEE_DC1A",
+    "INDUCTION_MOTOR",
     "MODELS",
+    "PROJECT_MODELS",
     "SEXS",
+    "SEXS_SMOOTH",
+    "SIXTH_ORDER",
     "TGOV1",
+    "TGOV1_SMOOTH",
+    "TWO_AXIS",
     "DeviceModel",
 ]

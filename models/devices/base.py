@@ -12,6 +12,16 @@ states are a tuple of arrays in ``states`` order. The *role* fixes the signature
   vs, p)``, ``output(xs, vt, p) -> efd``.
 * ``governor``: ``init(tm, p) -> dict`` (states and ``pref``), ``derivatives(xs, omega, pref,
   p)``, ``output(xs, omega, p) -> tm``.
+* ``bus`` (a device connected to a bus rather than to a generator slot, per unit on the *system*
+  base): ``init(v, s, p, omega_s) -> dict`` (states, the device's set-point parameters and
+  ``power``, the complex power it injects at the power flow; the requested ``s`` is honoured
+  where the model controls it), ``derivatives(xs, vr, vi, p, omega_s)``, ``current(xs, vr, vi,
+  p, omega_s) -> (ir, ii)`` injected into the network, ``measure(xs, vr, vi, p, omega_s)`` the
+  values of the outputs named ``measures``; ``kind`` is the element kind of its names
+  (``motor``, ...).
+
+Parameters are stored in the system as ``<prefix><name>`` (``prefix`` defaults to ``<name>_``);
+``controller`` names the controller states (default: every state of an exciter or governor).
 
 ``check(p) -> list[(field, index, reason)]`` lists parameter values the model cannot use.
 """
@@ -39,6 +49,35 @@ class DeviceModel:
     output: Callable | None = None
     stator: Callable | None = None
     torque: Callable | None = None
+    prefix: str | None = None
+    controller: tuple[str, ...] | None = None
+    current: Callable | None = None
+    measures: tuple[str, ...] = ()
+    measure: Callable | None = None
+    kind: str = ""
+
+    @property
+    def param_prefix(self) -> str:
+        return f"{self.name}_" if self.prefix is None else self.prefix
+
+    @property
+    def controller_states(self) -> tuple[str, ...]:
+        if self.controller is not None:
+            return self.controller
+        return self.states if self.role in ("exciter", "governor") else ()
+
+
+def to_machine_frame(re, im, delta):
+    """(d, q) components of a network-frame phasor re + j im: (re + j im) e^{-j(delta - pi/2)}
+    (Sauer & Pai 1998, Ch. 7: the d-q frame of every machine model here)."""
+    s, c = jnp.sin(delta), jnp.cos(delta)
+    return re * s - im * c, re * c + im * s
+
+
+def to_network_frame(d, q, delta):
+    """(re, im) of a machine-frame phasor d + j q: (d + j q) e^{j(delta - pi/2)}."""
+    s, c = jnp.sin(delta), jnp.cos(delta)
+    return d * s + q * c, q * s - d * c
 
 
 def quadratic_through(x1, s1, x2, s2):
@@ -91,3 +130,18 @@ def lead_lag(state, value, t_lead, t_lag):
 
 def problems_where(mask, field: str, reason: str) -> list[tuple[str, int, str]]:
     return [(field, int(i), reason) for i in np.flatnonzero(np.asarray(mask))]
+
+
+def check_rules(rules) -> Callable:
+    """``check(p)`` of a model whose data are validated field by field by ``rules`` (the
+    ``models.components.validation`` rules: (field, predicate, requirement))."""
+
+    def check(p) -> list[tuple[str, int, str]]:
+        out: list[tuple[str, int, str]] = []
+        for name, predicate, requirement in rules:
+            values = np.asarray(p[name], dtype=float)
+            ok = np.broadcast_to(np.asarray(predicate(values)), values.shape)
+            out += problems_where(~ok | ~np.isfinite(values), name, f"must be {requirement}")
+        return out
+
+    return check

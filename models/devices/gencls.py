@@ -6,7 +6,7 @@ ZSORCE = ZR + jZX of the raw generator record is the machine's R_a + jX'_d. Per 
     d delta/dt = omega_s (omega - 1)
     2 H d omega/dt = TM - Te - D (omega - 1),        Te = E Iq
     0 = 0 - Vd - Ra Id + X'd Iq,   0 = E - Vq - Ra Iq - X'd Id   (stator, d-q frame of
-                                                                  ``synchronous_two_axis``)
+                                                                  ``base.to_machine_frame``)
 
 TM is the mechanical torque (held at its initial value without a governor); E = |V + (Ra +
 jX'd) I| at the power flow, delta its angle.

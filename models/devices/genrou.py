@@ -3,7 +3,7 @@
 Source: Siemens PTI, *PSS(R)E Model Library*, "GENROU" (CONs T'do, T''do, T'qo, T''qo, H, D,
 Xd, Xq, X'd, X'q, X''d, Xl, S(1.0), S(1.2); X''q = X''d); the equations as in the block diagram
 (see also Sauer & Pai, *Power System Dynamics and Stability*, 1998, §6.4, for the flux-linkage
-form). Per unit on MBASE, R_a from ZSORCE (ZR). d-q frame of ``synchronous_two_axis``
+form). Per unit on MBASE, R_a from ZSORCE (ZR). d-q frame of ``base.to_machine_frame``
 (Vd + jVq = V e^{-j(delta - pi/2)}); the q-axis quantities are written so that E''d = +psi''q
 of the d-axis analogy (E'q -> E'd, Id -> -Iq).
 

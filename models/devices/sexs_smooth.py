@@ -1,4 +1,5 @@
-"""SEXS simplified excitation system (lead-lag and a first-order exciter), without limits.
+"""SEXS simplified excitation system (lead-lag and a first-order exciter), without limits: the
+MATPOWER cases' ``CaseConfig(exciter="sexs")`` (``models.devices.sexs`` is PSS/E's, with limits).
 
 Source: Siemens PTI PSS(R)E Model Library, ``SEXS``; IEEE Std 421.5-2016 uses the same structure for
 its simplified models. Per unit on the machine's field-voltage base (Efd = 1 gives rated
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from models.components.validation import check_fields, non_negative, positive
+from models.devices.base import DeviceModel, check_rules
 
 STATES = ("Efd", "xl")
 PARAMS = ("K", "TA_TB", "TB", "TE")
@@ -47,3 +49,26 @@ def init_sexs(Efd: np.ndarray, Vt: np.ndarray, p: Mapping) -> dict[str, np.ndarr
     efd = np.asarray(Efd, dtype=float)
     u = efd / np.asarray(p["K"], dtype=float)
     return {"Efd": efd, "xl": u, "vref": np.asarray(Vt, dtype=float) + u}
+
+
+def _derivatives(xs, vt, vref, vs, p):
+    """The stabilizing signal ``vs`` adds to the voltage error (Vref - Vt + Vs)."""
+    return sexs_derivatives(*xs, vt - vs, vref, p)
+
+
+def _output(xs, vt, p):
+    return xs[0]
+
+
+SEXS_SMOOTH = DeviceModel(
+    name="sexs",
+    role="exciter",
+    params=PARAMS,
+    states=STATES,
+    source="PSS(R)E Model Library, SEXS, without EMIN/EMAX",
+    check=check_rules(_RULES),
+    init=init_sexs,
+    derivatives=_derivatives,
+    output=_output,
+    prefix="exc_",
+)

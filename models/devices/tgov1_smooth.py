@@ -1,4 +1,6 @@
-"""TGOV1 steam-turbine governor (droop, valve lag, reheater lead-lag), without valve limits.
+"""TGOV1 steam-turbine governor (droop, valve lag, reheater lead-lag), without valve limits, on
+the system base: the MATPOWER cases' governor (``models.devices.tgov1`` is PSS/E's, on MBASE with
+limits).
 
 Source: IEEE PES Task Force on Turbine-Governor Modeling, *Dynamic Models for Turbine-Governors
 in Power System Studies*, IEEE PES-TR1, 2013, §2 (the TGOV1 block diagram); the same model as
@@ -22,6 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from models.components.validation import check_fields, non_negative, positive
+from models.devices.base import DeviceModel, check_rules
 
 STATES = ("Pv", "Pt")
 PARAMS = ("R", "T1", "T2", "T3", "Dt")
@@ -56,3 +59,29 @@ def init_tgov1(tm: np.ndarray) -> dict[str, np.ndarray]:
     """Steady state at omega = 1 for a mechanical torque ``tm``: Pv = Pt = Pref = TM."""
     tm = np.asarray(tm, dtype=float)
     return {"Pv": tm.copy(), "Pt": tm.copy(), "pref": tm.copy()}
+
+
+def _init(tm, p) -> dict:
+    return init_tgov1(tm)
+
+
+def _derivatives(xs, omega, pref, p):
+    return tgov1_derivatives(*xs, omega, pref, p)
+
+
+def _output(xs, omega, p):
+    return tgov1_output(*xs, omega, p)
+
+
+TGOV1_SMOOTH = DeviceModel(
+    name="tgov1",
+    role="governor",
+    params=PARAMS,
+    states=STATES,
+    source="IEEE PES-TR1 (2013) §2, TGOV1 without valve limits, system base",
+    check=check_rules(_RULES),
+    init=_init,
+    derivatives=_derivatives,
+    output=_output,
+    prefix="gov_",
+)

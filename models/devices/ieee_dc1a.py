@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from models.components.validation import any_finite, check_fields, non_negative, positive
+from models.devices.base import DeviceModel, check_rules
 
 STATES = ("Efd", "RF", "VR")
 PARAMS = ("KA", "TA", "KE", "TE", "KF", "TF", "SE_A", "SE_B")
@@ -65,3 +66,30 @@ def init_dc1a(Efd: np.ndarray, Vt: np.ndarray, p: Mapping) -> dict[str, np.ndarr
     vr = (np.asarray(p["KE"], dtype=float) + se) * efd
     rf = np.asarray(p["KF"]) / np.asarray(p["TF"]) * efd
     return {"Efd": efd, "RF": rf, "VR": vr, "vref": np.asarray(Vt, dtype=float) + vr / p["KA"]}
+
+
+def _init(efd, vt, p) -> dict:
+    return init_dc1a(efd, vt, p)
+
+
+def _derivatives(xs, vt, vref, vs, p):
+    """The stabilizing signal ``vs`` adds to the voltage error (Vref - Vt + Vs)."""
+    return dc1a_derivatives(*xs, vt - vs, vref, p)
+
+
+def _output(xs, vt, p):
+    return xs[0]
+
+
+IEEE_DC1A = DeviceModel(
+    name="ieee_dc1a",
+    role="exciter",
+    params=PARAMS,
+    states=STATES,
+    source="Sauer & Pai 1998, Ch. 7 and Example 7.1 (IEEE DC1A without limits)",
+    check=check_rules(_RULES),
+    init=_init,
+    derivatives=_derivatives,
+    output=_output,
+    prefix="exc_",
+)

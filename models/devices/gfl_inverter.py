@@ -22,6 +22,10 @@ I = (i_d + j i_q) e^{j theta}, with P = v_d i_d + v_q i_q, Q = v_q i_d - v_d i_q
               (Lf / omega_b) di_q/dt = v_cq - v_q - Rf i_q - w Lf i_d
 
 with w = 1 + dw the PLL frequency (pu). Current and output limits are omitted (smooth f).
+
+As a bus device (``GFL_INVERTER``): parameters ``inv_<name>`` plus the set-points ``inv_pref``,
+``inv_qref`` from the initialization; outputs P and Q injected; every state but the filter
+currents is a controller state.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from models.components.validation import check_fields, non_negative, positive
+from models.devices.base import DeviceModel, check_rules
 
 STATES = ("theta", "eps", "Pf", "Qf", "xP", "xQ", "i_d", "i_q", "gd", "gq")
 PARAMS = ("kp_pll", "ki_pll", "Tf", "kp_pq", "ki_pq", "kp_c", "ki_c", "Lf", "Rf")
@@ -120,3 +125,40 @@ def init_inverter(v: np.ndarray, s: np.ndarray, p: Mapping) -> dict[str, np.ndar
         "pref": s.real.copy(),
         "qref": s.imag.copy(),
     }
+
+
+def _init(v, s, p, omega_s) -> dict:
+    out = init_inverter(v, s, p)
+    out["power"] = np.asarray(s, dtype=complex)
+    return out
+
+
+def _derivatives(xs, vr, vi, p, omega_s):
+    return inverter_derivatives(tuple(xs), vr, vi, p["pref"], p["qref"], p, omega_s)
+
+
+def _current(xs, vr, vi, p, omega_s):
+    return injected_current(xs[6], xs[7], xs[0])
+
+
+def _measure(xs, vr, vi, p, omega_s):
+    jr, ji = injected_current(xs[6], xs[7], xs[0])
+    return vr * jr + vi * ji, vi * jr - vr * ji
+
+
+GFL_INVERTER = DeviceModel(
+    name="gfl_inverter",
+    role="bus",
+    params=PARAMS,
+    states=STATES,
+    source="Pogaku, Prodanovic & Green 2007, §II (averaged grid-following inverter)",
+    check=check_rules(_RULES),
+    init=_init,
+    derivatives=_derivatives,
+    current=_current,
+    measures=("P", "Q"),
+    measure=_measure,
+    prefix="inv_",
+    controller=tuple(s for s in STATES if s not in ("i_d", "i_q")),
+    kind="inverter",
+)

@@ -2,7 +2,8 @@
 
 Source: P. W. Sauer and M. A. Pai, *Power System Dynamics and Stability*, Prentice Hall, 1998,
 Ch. 7 (multimachine simulation, two-axis model; initial conditions in §7.6; data of Example 7.1).
-Per unit on the system base (100 MVA) with the stator voltage base; time in s; angles in rad;
+Per unit on the system base (the case builders convert the data from the machine rating) with
+the stator voltage base; time in s; angles in rad;
 speed ``omega`` in pu of synchronous speed (1 = synchronous), omega_s = 2 pi f rad/s.
 
 Differential equations (generator convention, currents leaving the machine):
@@ -17,8 +18,9 @@ Stator algebraic equations (kept as algebraic variables Id, Iq):
     0 = Ed_p - Vd - Rs Id + xq_p Iq
     0 = Eq_p - Vq - Rs Iq - xd_p Id
 
-Reference frames: Vd + jVq = (Vr + jVi) e^{-j(delta - pi/2)} and the current injected into the
-network Ir + jIi = (Id + jIq) e^{j(delta - pi/2)}; at xd_p = xq_p = x' the stator equations read
+Reference frames (``base.to_machine_frame``, ``base.to_network_frame``): Vd + jVq = (Vr + jVi)
+e^{-j(delta - pi/2)} and the current injected into the network Ir + jIi = (Id + jIq)
+e^{j(delta - pi/2)}; at xd_p = xq_p = x' the stator equations read
 E' = V + (Rs + jx') I, the usual voltage-behind-reactance form. Symbols: delta rotor angle,
 Eq_p = E'q, Ed_p = E'd transient EMFs, xd_p = X'd, xq_p = X'q, Td0_p = T'd0, Tq0_p = T'q0.
 """
@@ -27,14 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import jax.numpy as jnp
 import numpy as np
 
 from models.components.validation import check_fields, non_negative, positive
+from models.devices.base import DeviceModel, check_rules, problems_where
 
 STATES = ("delta", "omega", "Eq_p", "Ed_p")
 PARAMS = ("H", "D", "Rs", "xd", "xd_p", "xq", "xq_p", "Td0_p", "Tq0_p")
-_RULES = (
+RULES = (
     ("H", positive, "> 0 (inertia constant, s)"),
     ("D", non_negative, ">= 0 (damping, pu torque / pu speed)"),
     ("Rs", non_negative, ">= 0 (stator resistance, pu)"),
@@ -50,7 +52,7 @@ _RULES = (
 def validate_two_axis(device: str, data: Mapping) -> dict[str, float]:
     """Check the fields of ``PARAMS``: positive H, reactances and time constants, and
     xd_p < xd, xq_p <= xq (transient reactances below synchronous ones)."""
-    out = check_fields(device, data, _RULES)
+    out = check_fields(device, data, RULES)
     if not out["xd_p"] < out["xd"]:
         raise ValueError(f"{device}: field 'xd_p' (X'd = {out['xd_p']}) must be < xd ({out['xd']})")
     if not out["xq_p"] <= out["xq"]:
@@ -58,18 +60,6 @@ def validate_two_axis(device: str, data: Mapping) -> dict[str, float]:
             f"{device}: field 'xq_p' (X'q = {out['xq_p']}) must be <= xq ({out['xq']})"
         )
     return out
-
-
-def to_machine_frame(re, im, delta):
-    """(d, q) components of a network-frame phasor re + j im: (re + j im) e^{-j(delta - pi/2)}."""
-    s, c = jnp.sin(delta), jnp.cos(delta)
-    return re * s - im * c, re * c + im * s
-
-
-def to_network_frame(d, q, delta):
-    """(re, im) of a machine-frame phasor d + j q: (d + j q) e^{j(delta - pi/2)}."""
-    s, c = jnp.sin(delta), jnp.cos(delta)
-    return d * s + q * c, q * s - d * c
 
 
 def electrical_torque(Eq_p, Ed_p, Id, Iq, p: Mapping):
@@ -128,3 +118,46 @@ def init_two_axis(v: np.ndarray, s: np.ndarray, p: Mapping) -> dict[str, np.ndar
         "Efd": efd,
         "tm": tm,
     }
+
+
+def _check(p) -> list:
+    """``validate_two_axis`` on arrays: the field rules, X'd < Xd and X'q <= Xq."""
+    return (
+        check_rules(RULES)(p)
+        + problems_where(~(p["xd_p"] < p["xd"]), "xd_p", "must be < xd")
+        + problems_where(~(p["xq_p"] <= p["xq"]), "xq_p", "must be <= xq")
+    )
+
+
+def _init(v, s, p) -> dict:
+    out = init_two_axis(v, s, p)
+    out["efd"] = out.pop("Efd")
+    return out
+
+
+def _derivatives(xs, Id, Iq, efd, tm, p, omega_s):
+    return two_axis_derivatives(*xs, Id, Iq, efd, tm, p, omega_s)
+
+
+def _stator(xs, vd, vq, Id, Iq, p):
+    return two_axis_stator(xs[2], xs[3], vd, vq, Id, Iq, p)
+
+
+def _torque(xs, Id, Iq, p):
+    return electrical_torque(xs[2], xs[3], Id, Iq, p)
+
+
+TWO_AXIS = DeviceModel(
+    name="two_axis",
+    role="machine",
+    params=PARAMS,
+    states=STATES,
+    source="Sauer & Pai 1998, Ch. 7 (two-axis model)",
+    check=_check,
+    init=_init,
+    derivatives=_derivatives,
+    stator=_stator,
+    torque=_torque,
+    prefix="",
+)
+"""The machine of the MATPOWER cases and wscc9; parameters unprefixed (``H``, ``xd_p``, ...)."""

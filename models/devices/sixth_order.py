@@ -4,7 +4,7 @@ Source: F. Milano, *Power System Modelling and Scripting*, Springer, 2010, §15.
 (Marconato's model, the PSAT order-VI machine) with T_AA = 0 and no saturation; the same
 equations as Sauer & Pai 1998, §6.4 (sub-transient model) with the stator transients neglected.
 Per unit on the system base; time in s; omega in pu; omega_s = 2 pi f rad/s; generator
-convention; the d-q frame and the network-frame rotation are those of ``synchronous_two_axis``
+convention; the d-q frame and the network-frame rotation are those of ``two_axis``
 (Vd + jVq = (Vr + jVi) e^{-j(delta - pi/2)}).
 
     d delta/dt        = omega_s (omega - 1)
@@ -27,8 +27,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from models.components.synchronous_two_axis import validate_two_axis
 from models.components.validation import check_fields, positive
+from models.devices.base import DeviceModel, check_rules, problems_where
+from models.devices.two_axis import _check as two_axis_check
+from models.devices.two_axis import validate_two_axis
 
 STATES = ("delta", "omega", "Eq_p", "Ed_p", "Eq_pp", "Ed_pp")
 PARAMS = (
@@ -104,3 +106,46 @@ def init_sixth_order(v: np.ndarray, s: np.ndarray, p: Mapping) -> dict[str, np.n
         "delta": delta, "omega": np.ones_like(delta), "Eq_p": eq_p, "Ed_p": ed_p,
         "Eq_pp": eq_pp, "Ed_pp": ed_pp, "Id": id_, "Iq": iq, "Efd": efd, "tm": tm,
     }  # fmt: skip
+
+
+def _check(p) -> list:
+    """``validate_sixth_order`` on arrays."""
+    return (
+        two_axis_check(p)
+        + check_rules(_RULES)(p)
+        + problems_where(~(p["xd_pp"] < p["xd_p"]), "xd_pp", "must be < xd_p")
+        + problems_where(~(p["xq_pp"] < p["xq_p"]), "xq_pp", "must be < xq_p")
+    )
+
+
+def _init(v, s, p) -> dict:
+    out = init_sixth_order(v, s, p)
+    out["efd"] = out.pop("Efd")
+    return out
+
+
+def _derivatives(xs, Id, Iq, efd, tm, p, omega_s):
+    return sixth_order_derivatives(*xs, Id, Iq, efd, tm, p, omega_s)
+
+
+def _stator(xs, vd, vq, Id, Iq, p):
+    return sixth_order_stator(xs[4], xs[5], vd, vq, Id, Iq, p)
+
+
+def _torque(xs, Id, Iq, p):
+    return electrical_torque(xs[4], xs[5], Id, Iq, p)
+
+
+SIXTH_ORDER = DeviceModel(
+    name="sixth_order",
+    role="machine",
+    params=PARAMS,
+    states=STATES,
+    source="Milano 2010, §15.1 (Model VI)",
+    check=_check,
+    init=_init,
+    derivatives=_derivatives,
+    stator=_stator,
+    torque=_torque,
+    prefix="",
+)

@@ -15,6 +15,10 @@ H x S_motor / S_base); time in s; omega_b = 2 pi f rad/s; complex phasors in the
 
 with s the slip (pu), TL the mechanical load torque (the parameter ``tm``, the motor-torque input,
 pu on the system base) and Te the electrical torque (air-gap power at synchronous speed).
+
+As a bus device (``INDUCTION_MOTOR``): parameters ``mot_<name>`` plus the load torque ``mot_tm``
+from the initialization; it draws the requested active power at the power flow and its reactive
+power follows from the equivalent circuit (the static load of its bus takes the difference).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from models.components.validation import check_fields, non_negative, positive
+from models.devices.base import DeviceModel, check_rules
 
 STATES = ("s", "er_p", "em_p")
 PARAMS = ("H", "rs", "xs", "xm", "rr", "xr")
@@ -109,3 +114,45 @@ def init_motor(v: complex, p_motor: float, p: Mapping, omega_b: float) -> dict[s
         "p": float(s_in.real),
         "q": float(s_in.imag),
     }
+
+
+def _init(v, s, p, omega_s) -> dict:
+    """Per motor: ``init_motor`` drawing -Re(s) (the requested injection is a consumption)."""
+    rows = [
+        init_motor(v[k], -s[k].real, {q: np.asarray(p[q])[k] for q in PARAMS}, omega_s)
+        for k in range(len(v))
+    ]
+    out = {key: np.array([r[key] for r in rows], dtype=float) for key in (*STATES, "tm")}
+    out["power"] = -np.array([complex(r["p"], r["q"]) for r in rows], dtype=complex)
+    return out
+
+
+def _current(xs, vr, vi, p, omega_s):
+    ir, ii = motor_current(xs[1], xs[2], vr, vi, p, omega_s)
+    return -ir, -ii
+
+
+def _derivatives(xs, vr, vi, p, omega_s):
+    ir, ii = motor_current(xs[1], xs[2], vr, vi, p, omega_s)
+    return motor_derivatives(*xs, ir, ii, p["tm"], p, omega_s)
+
+
+def _measure(xs, vr, vi, p, omega_s):
+    return (xs[0],)
+
+
+INDUCTION_MOTOR = DeviceModel(
+    name="induction_motor",
+    role="bus",
+    params=PARAMS,
+    states=STATES,
+    source="Milano 2010, §15.2.1 (Order III induction machine)",
+    check=check_rules(_RULES),
+    init=_init,
+    derivatives=_derivatives,
+    current=_current,
+    measures=("slip",),
+    measure=_measure,
+    prefix="mot_",
+    kind="motor",
+)
