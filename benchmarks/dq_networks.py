@@ -23,6 +23,15 @@ Disturbances (``--severe`` for the hard ones):
                                      [--trapezoid-dt 1e-4]
                                      [--json]
     python benchmarks/dq_networks.py --fine 0.001 --cases dq_ieee118   # fine trapezoid check
+    python benchmarks/dq_networks.py --jacobians --cases dq_ieee39 dq_ieee118 [--setpoint]
+        [--jacobian-modes dense auto]   # reduced Jacobians by mode; Radau reduced, CPU clock
+
+``--jacobians`` (no platform): per Jacobian mode of ``models.kernels`` (``dense``: forward mode
+over all unknowns, the code before issue 16; ``auto``: the coloured pattern above
+``DENSE_MAX_UNKNOWNS``), CPU milliseconds of one fused reduced Jacobian (Newton + J) and of one
+reduced right-hand side at the equilibrium, then a whole Radau solve of the reduced ODE (rtol
+1e-6, atol 1e-8, the load step, ``--setpoint`` the P_ref step) with compilation excluded,
+with its steps, Jacobian evaluations and its largest state difference from the first mode's.
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import dump, print_table  # noqa: E402
+from benchmarks.common import dump, load_average, print_table  # noqa: E402
 from models.library import build_system  # noqa: E402
 from models.smallsignal import modes  # noqa: E402
 
@@ -184,6 +193,64 @@ def fine_check(case: str, window: float) -> dict:
     }  # fmt: skip
 
 
+def jacobian_check(case: str, modes: list[str], setpoint: bool, t_end: float) -> list[dict]:
+    """Reduced-kernel Jacobians and a Radau reduced solve per Jacobian mode (``--jacobians``)."""
+    import jax.numpy as jnp
+    from pydantic import TypeAdapter
+
+    import models.kernels as mk
+    from models.disturbances import Disturbance
+    from models.scenarios import make_scenario
+    from solvers import solve
+
+    system = build_system(case)
+    data = disturbance_for(case, system, severe=False, t_end=t_end, setpoint=setpoint)
+    scenario = make_scenario(
+        system, TypeAdapter(Disturbance).validate_python(data), t_end=t_end, n_eval=201
+    )
+    x, z = jnp.asarray(system.x0), jnp.asarray(system.z0)
+    p = mk.as_device_params(system.params)
+    rows, first = [], None
+    for mode in modes:
+        mk.JACOBIAN_MODE = mode
+        mk._CACHE.pop(system, None)
+        start = time.process_time()
+        kernels, _ = mk.kernels_for(system)
+        compile_cpu = time.process_time() - start
+
+        def per_call(fn, reps=5):  # noqa: ANN001, ANN202
+            fn()
+            start = time.process_time()
+            for _ in range(reps):
+                fn()
+            return 1e3 * (time.process_time() - start) / reps
+
+        jac_ms = per_call(lambda k=kernels: k.reduced_jacobian(x, z, p)[0].block_until_ready())
+        rhs_ms = per_call(lambda k=kernels: k.reduced_rhs(x, z, p).block_until_ready())
+        start = time.process_time()
+        result = solve(system, scenario, "radau", formulation="reduced", **RADAU)
+        cpu = time.process_time() - start
+        first = result if first is None else first
+        diff = (
+            float(np.max(np.abs(result.x_eval - first.x_eval)))
+            if result.succeeded and first.succeeded
+            else None
+        )
+        rows.append({
+            "case": case, "disturbance": data["kind"], "mode": mode,
+            "kernel_mode": kernels.jacobian_mode, "compile_cpu_s": compile_cpu,
+            "jacobian_ms": jac_ms, "rhs_ms": rhs_ms, "status": result.status.value,
+            "radau_cpu_s": cpu, "steps": result.stats.accepted,
+            "rejected": result.stats.rejected,
+            "jacobians": result.stats.jacobian_evaluations,
+            "max_diff_vs_first": diff, "load": os.getloadavg()[0],
+        })  # fmt: skip
+        print(rows[-1], flush=True)
+    mk.JACOBIAN_MODE = "auto"
+    mk._CACHE.pop(system, None)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
@@ -199,7 +266,22 @@ def main() -> None:
         "--fine", type=float, metavar="WINDOW", default=None,
         help="instead: trapezoid dt=1e-6 vs Radau 1e-10 over WINDOW seconds (no platform)",
     )  # fmt: skip
+    parser.add_argument(
+        "--jacobians", action="store_true",
+        help="instead: reduced Jacobians and a Radau reduced solve per Jacobian mode",
+    )  # fmt: skip
+    parser.add_argument("--jacobian-modes", nargs="+", default=["dense", "auto"])
     args = parser.parse_args()
+    if args.jacobians:
+        rows = []
+        for case in args.cases:
+            rows.extend(jacobian_check(case, args.jacobian_modes, args.setpoint, args.t_end))
+        if args.json:
+            print(dump("dq_reduced_jacobians", rows, []))
+            return
+        print(f"\nreduced Jacobians and Radau (reduced ODE), CPU clock ({load_average()})")
+        print_table(rows, [k for k in rows[0] if k != "load"])
+        return
     if args.fine is not None:
         fine = [fine_check(case, args.fine) for case in args.cases]
         print(dump("dq_fine_trapezoid", fine, []) if args.json else "")

@@ -2,6 +2,16 @@
 
 Compiled ahead of time once per system (shapes never change between scenarios), so the compile
 time is measured apart from solve time and every later call reuses the same executable.
+
+Jacobians (``jacobian_mode``): small systems take g_z and the reduced Jacobian
+f_x - f_z g_z^-1 g_x by dense forward mode over all unknowns (one tangent per unknown; fastest
+there). Above ``DENSE_MAX_UNKNOWNS`` they come from the coloured sparse machinery of
+``models.sparsity`` (one pattern and colouring per system, one JVP per colour): g_z from the
+colouring of its own block, and the reduced Jacobian either by colouring *its* structural
+pattern (``sparse-reduced``: dq networks, where it stays sparse: per colour one JVP of g for
+g_x s, a solve with g_z, one JVP of f with the tangent (s, -g_z^-1 g_x s)) or, where eliminating
+z fills it in (RMS networks), from the coloured unreduced J and a dense elimination
+(``sparse-blocks``).
 """
 
 from __future__ import annotations
@@ -28,6 +38,17 @@ NEWTON_STEP_TOL = 1e-11
 SAMPLE_BATCH = 32
 """Samples per call of the batched recovery kernel (padded), so dense output costs one device
 call per 32 samples instead of several per sample."""
+DENSE_MAX_UNKNOWNS = 250
+"""Systems with at most this many unknowns (n_x + n_z) take their Jacobians by dense forward
+mode; larger ones through the coloured sparse pattern (module docstring). CPU ms per reduced
+Jacobian, dense / sparse-blocks / sparse-reduced (2026-12-03, 2 cores at load 6-8, so +-30 %):
+dq_microgrid (85) 0.50 / 0.93 / -, dq_ninebus (84) 0.65 / 0.24 / -, ieee14 (96) 0.37 / 0.25 / -,
+ieee39 (201) 1.19 / 1.54 / -, dq_ieee39 (367) 7.4 / 2.0 / 0.57, ieee118 (843) 69 / 18 / -,
+case300 (1,372) 152 / 69 / -, dq_ieee118 (1,668) 386 / 133 / 8.8 (docs/raptor.md)."""
+JACOBIAN_MODE = "auto"
+"""``auto`` (by size and pattern, above), or one of ``dense``, ``sparse-blocks``,
+``sparse-reduced`` for every system compiled afterwards in this process (benchmarks, tests)."""
+JACOBIAN_MODES = ("dense", "sparse-blocks", "sparse-reduced")
 
 
 @dataclass(frozen=True)
@@ -36,12 +57,16 @@ class Kernels:
 
     ``newton(x, z_guess, p) -> (z, iterations, |g|_inf)``: full Newton on 0 = g(x, z, p) with the
     autodiff g_z. ``ode_jacobian(x, z, p)``: d x'/d x of the reduced ODE by the implicit-function
-    theorem, f_x - f_z g_z^{-1} g_x (one factorization of g_z, n_x back-substitutions).
+    theorem, f_x - f_z g_z^{-1} g_x (one factorization of g_z), always as a dense array.
 
     Fused kernels keep host-device round trips to one per call (they dominate small systems):
     ``reduced_rhs(x, z_guess, p)`` -> packed [f, z, iterations, |g|]; ``reduced_jacobian(x,
     z_guess, p)`` -> (J, packed [z, iterations, |g|]); ``recover(X, Z_guess, p)`` for a batch of
     SAMPLE_BATCH states -> packed rows [z, outputs, iterations, |g|].
+
+    ``jacobian_mode`` says how the Jacobians are taken (module docstring); in ``sparse-reduced``
+    mode ``reduced_jacobian`` returns the reduced J's entries in the CSC order of
+    ``reduced_pattern`` (``ReducedPattern.reduced_csc`` / ``reduced_dense`` build the matrix).
     """
 
     f: Any
@@ -54,6 +79,8 @@ class Kernels:
     reduced_jacobian: Any
     recover: Any
     compile_seconds: float
+    jacobian_mode: str = "dense"
+    reduced_pattern: Any = None
 
 
 DEVICE_PARAMS_CACHE = 64
@@ -90,12 +117,13 @@ def as_device_params(params: Params) -> dict[str, jax.Array]:
     return device
 
 
-def newton_solver(g, max_iter: int = NEWTON_MAX_ITER, step_tol: float = NEWTON_STEP_TOL):
+def newton_solver(g, max_iter: int = NEWTON_MAX_ITER, step_tol: float = NEWTON_STEP_TOL, g_z=None):
     """``newton(x, z_guess, p) -> (z, iterations)``: full Newton on 0 = g(x, z, p) with the
-    autodiff g_z, stopping when the update is below ``step_tol`` relative to max(1, |z|), after
-    ``max_iter`` iterations, or on NaN. The one algebraic Newton of the project (kernels, RAPTOR's
-    collocation points and the diffrax vector field all build on it)."""
-    g_z = jax.jacfwd(g, argnums=1)
+    autodiff g_z (``g_z(x, z, p)``, default dense forward mode), stopping when the update is
+    below ``step_tol`` relative to max(1, |z|), after ``max_iter`` iterations, or on NaN. The one
+    algebraic Newton of the project (kernels, RAPTOR's collocation points and the diffrax vector
+    field all build on it)."""
+    g_z = jax.jacfwd(g, argnums=1) if g_z is None else g_z
 
     def newton(x, z, p):
         def cond(carry):
@@ -116,8 +144,53 @@ def newton_solver(g, max_iter: int = NEWTON_MAX_ITER, step_tol: float = NEWTON_S
     return newton
 
 
-def _newton_fn(system: DAESystem):
-    solve = newton_solver(system.g)
+def jacobian_mode(system: DAESystem) -> str:
+    """How ``system``'s kernels take their Jacobians (``JACOBIAN_MODE``, module docstring)."""
+    if JACOBIAN_MODE != "auto":
+        return JACOBIAN_MODE
+    if system.n_x + system.n_z <= DENSE_MAX_UNKNOWNS:
+        return "dense"
+    from models.sparsity import reduced_pattern
+
+    return "sparse-reduced" if reduced_pattern(system).reduced_sparse else "sparse-blocks"
+
+
+def _pattern_for(system: DAESystem, mode: str):
+    if mode == "dense":
+        return None
+    from models.sparsity import reduced_pattern
+
+    pattern = reduced_pattern(system)
+    if mode == "sparse-reduced" and not pattern.reduced_sparse:
+        raise ValueError("the reduced Jacobian of this system is not sparse: use sparse-blocks")
+    return pattern
+
+
+def _g_z_fn(system: DAESystem, pattern):
+    """g_z(x, z, p) as a dense n_z x n_z array: forward mode over z, or coloured."""
+    if pattern is None:
+        return jax.jacfwd(system.g, argnums=1)
+    from models.sparsity import colored_jacobian
+
+    n_z = system.n_z
+    values = colored_jacobian(
+        lambda z, x, p: system.g(x, z, p),
+        n_z,
+        pattern.gz_rows,
+        pattern.gz_cols,
+        pattern.gz_colors,
+        pattern.gz_n_colors,
+    )
+    rows, cols = jnp.asarray(pattern.gz_rows), jnp.asarray(pattern.gz_cols)
+
+    def g_z(x, z, p):
+        return jnp.zeros((n_z, n_z)).at[rows, cols].set(values(z, x, p))
+
+    return g_z
+
+
+def _newton_fn(system: DAESystem, pattern=None):
+    solve = newton_solver(system.g, g_z=_g_z_fn(system, pattern))
 
     def newton(x, z, p):
         z, it = solve(x, z, p)
@@ -126,26 +199,86 @@ def _newton_fn(system: DAESystem):
     return newton
 
 
-def _ode_jacobian_fn(system: DAESystem):
+def _eliminate(jac, n: int):
+    f_x, f_z, g_x, g_z = jac[:n, :n], jac[:n, n:], jac[n:, :n], jac[n:, n:]
+    return f_x + f_z @ (-jnp.linalg.solve(g_z, g_x))
+
+
+def _reduced_values_fn(system: DAESystem, pattern):
+    """``values(x, z, p) -> (red_nnz,)``: the reduced J's entries (CSC order of the reduced
+    pattern), one colour at a time: J s = f_x s + f_z dz with g_z dz = -g_x s."""
+    f, g = system.f, system.g
+    n_x = system.n_x
+    g_z = _g_z_fn(system, pattern)
+    seeds = np.zeros((pattern.red_n_colors, n_x))
+    seeds[pattern.red_colors, np.arange(n_x)] = 1.0
+    seeds_j = jnp.asarray(seeds)
+    # the compression of ``models.sparsity.colored_jacobian``, the elimination between two JVPs
+    gather_color = jnp.asarray(pattern.red_colors[pattern.red_cols])
+    gather_row = jnp.asarray(pattern.red_indices)
+
+    def values(x, z, p):
+        lu = jax.scipy.linalg.lu_factor(g_z(x, z, p))
+        g_x_s = jax.vmap(lambda s: jax.jvp(lambda v: g(v, z, p), (x,), (s,))[1])(seeds_j)
+        dz = -jax.scipy.linalg.lu_solve(lu, g_x_s.T).T
+        compressed = jax.vmap(lambda s, d: jax.jvp(lambda a, b: f(a, b, p), (x, z), (s, d))[1])(
+            seeds_j, dz
+        )
+        return compressed[gather_color, gather_row]
+
+    return values
+
+
+def _ode_jacobian_fn(system: DAESystem, mode: str = "dense", pattern=None):
+    """``ode_jacobian(x, z, p)`` of ``mode``: the dense reduced J, or (``sparse-reduced``) its
+    entries in the reduced pattern's CSC order."""
     f, g = system.f, system.g
     n = system.n_x
 
-    def ode_jacobian(x, z, p):
-        # one forward-mode pass over w = (x, z) through (f, g): the same tangents as four
-        # separate jacfwd calls, traced once (a quarter of the graph to compile)
-        def fg(w):
-            return jnp.concatenate([f(w[:n], w[n:], p), g(w[:n], w[n:], p)])
+    if mode == "dense":
 
-        jac = jax.jacfwd(fg)(jnp.concatenate([x, z]))
-        f_x, f_z, g_x, g_z = jac[:n, :n], jac[:n, n:], jac[n:, :n], jac[n:, n:]
-        return f_x + f_z @ (-jnp.linalg.solve(g_z, g_x))
+        def ode_jacobian(x, z, p):
+            # one forward-mode pass over w = (x, z) through (f, g): the same tangents as four
+            # separate jacfwd calls, traced once (a quarter of the graph to compile)
+            def fg(w):
+                return jnp.concatenate([f(w[:n], w[n:], p), g(w[:n], w[n:], p)])
 
-    return ode_jacobian
+            return _eliminate(jax.jacfwd(fg)(jnp.concatenate([x, z])), n)
+
+        return ode_jacobian
+    if mode == "sparse-blocks":
+        from models.sparsity import _values_fn
+
+        values = _values_fn(system, pattern.rows, pattern.cols, pattern.colors, pattern.n_colors)
+        rows, cols = jnp.asarray(pattern.rows), jnp.asarray(pattern.cols)
+        size = system.n_x + system.n_z
+
+        def ode_jacobian(x, z, p):
+            jac = jnp.zeros((size, size)).at[rows, cols].set(values(x, z, p))
+            return _eliminate(jac, n)
+
+        return ode_jacobian
+    return _reduced_values_fn(system, pattern)
 
 
-def _fused_fns(system: DAESystem):
-    newton = _newton_fn(system)
-    jacobian = _ode_jacobian_fn(system)
+def reduced_jacobian_fn(system: DAESystem, mode: str):
+    """Uncompiled ``(x, z, p) -> dense reduced J`` of ``mode`` (tests and benchmarks compare
+    the modes with it)."""
+    pattern = _pattern_for(system, mode)
+    jac = _ode_jacobian_fn(system, mode, pattern)
+    if mode != "sparse-reduced":
+        return jac
+    rows, cols = jnp.asarray(pattern.red_indices), jnp.asarray(pattern.red_cols)
+
+    def dense(x, z, p):
+        return jnp.zeros((system.n_x, system.n_x)).at[rows, cols].set(jac(x, z, p))
+
+    return dense
+
+
+def _fused_fns(system: DAESystem, mode: str = "dense", pattern=None):
+    newton = _newton_fn(system, pattern)
+    jacobian = _ode_jacobian_fn(system, mode, pattern)
     outputs = system.outputs or (lambda x, z, p: jnp.zeros(0))
 
     def reduced_rhs(x, z_guess, p):
@@ -183,20 +316,29 @@ def kernels_for(system: DAESystem) -> tuple[Kernels, float]:
             return jax.jit(fn).lower(x, z, p).compile()
 
         outputs = compile_(system.outputs) if system.outputs is not None else None
-        reduced_rhs, reduced_jacobian, recover = _fused_fns(system)
+        mode = jacobian_mode(system)
+        pattern = _pattern_for(system, mode)
+        reduced_rhs, reduced_jacobian, recover = _fused_fns(system, mode, pattern)
+        ode_jacobian = (
+            reduced_jacobian_fn(system, mode)
+            if mode == "sparse-reduced"
+            else _ode_jacobian_fn(system, mode, pattern)
+        )
         xb = jnp.broadcast_to(x, (SAMPLE_BATCH, x.size))
         zb = jnp.broadcast_to(z, (SAMPLE_BATCH, z.size))
         kernels = Kernels(
             f=compile_(system.f),
             g=compile_(system.g),
-            newton=compile_(_newton_fn(system)),
-            ode_jacobian=compile_(_ode_jacobian_fn(system)),
-            g_z=compile_(jax.jacfwd(system.g, argnums=1)),
+            newton=compile_(_newton_fn(system, pattern)),
+            ode_jacobian=compile_(ode_jacobian),
+            g_z=compile_(_g_z_fn(system, pattern)),
             outputs=outputs,
             reduced_rhs=compile_(reduced_rhs),
             reduced_jacobian=compile_(reduced_jacobian),
             recover=jax.jit(recover).lower(xb, zb, p).compile(),
             compile_seconds=time.perf_counter() - start,
+            jacobian_mode=mode,
+            reduced_pattern=pattern if mode == "sparse-reduced" else None,
         )
         _CACHE[system] = kernels
         return kernels, kernels.compile_seconds

@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import root
+from scipy.sparse import csc_matrix
 
 from models.dae import DAESystem, Params
 from models.kernels import SAMPLE_BATCH, Kernels, as_device_params
@@ -103,7 +104,22 @@ class ReducedODE:
         return f
 
     def jacobian(self, t: float, x: np.ndarray) -> np.ndarray:
-        """Exact d x'/d x = f_x - f_z g_z^-1 g_x at (x, z(x)); one fused device call."""
+        """Exact d x'/d x = f_x - f_z g_z^-1 g_x at (x, z(x)) as a dense array; one fused
+        device call."""
+        return self._jacobian(x, sparse=False)
+
+    def sparse_jacobian(self, t: float, x: np.ndarray) -> csc_matrix:
+        """The same in CSC form (built from the entries alone where the kernels take the
+        reduced Jacobian by its coloured pattern, ``models.kernels``)."""
+        return self._jacobian(x, sparse=True)
+
+    @property
+    def jacobian_pattern(self):  # noqa: ANN201
+        """The reduced Jacobian's structural pattern (``models.sparsity.ReducedPattern``) when
+        the kernels take it coloured, else None."""
+        return self.kernels.reduced_pattern
+
+    def _jacobian(self, x: np.ndarray, sparse: bool):  # noqa: ANN202
         self.stats.jacobian_evaluations += 1
         jac, packed = self.kernels.reduced_jacobian(x, self.z, self.p)
         packed = np.asarray(packed)
@@ -111,9 +127,14 @@ class ReducedODE:
         z = packed[:-2]
         if not (packed[-1] <= ALGEBRAIC_TOL and np.all(np.isfinite(z))):
             z = self._checked(x, z, float(packed[-1]), self.z)
-            return np.asarray(self.kernels.ode_jacobian(x, z, self.p))
+            dense = np.asarray(self.kernels.ode_jacobian(x, z, self.p))
+            return csc_matrix(dense) if sparse else dense
         self.z = z
-        return np.asarray(jac)
+        pattern = self.kernels.reduced_pattern
+        if pattern is not None:  # the entries in the pattern's CSC order
+            values = np.asarray(jac)
+            return pattern.reduced_csc(values) if sparse else pattern.reduced_dense(values)
+        return csc_matrix(np.asarray(jac)) if sparse else np.asarray(jac)
 
     def recover(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Consistent z and the named outputs at each row of ``xs`` (dense-output samples),

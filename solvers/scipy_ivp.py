@@ -61,14 +61,21 @@ SPARSE_MAX_DENSITY = 0.1
 class _SparseWhenSparse:
     """The exact Jacobian, returned as ``scipy.sparse.csc_matrix`` when the first evaluation
     is sparse enough (SciPy picks dense or sparse LU from the first call, so the choice is made
-    once and kept)."""
+    once and kept). Where the kernels take the reduced Jacobian by its coloured pattern
+    (``models.kernels``, dq networks) the pattern decides and the CSC matrix is built from the
+    entries alone."""
 
-    def __init__(self, jacobian) -> None:  # noqa: ANN001
-        self.jacobian = jacobian
-        self.sparse: bool | None = None
+    def __init__(self, ode: ReducedODE) -> None:
+        self.ode = ode
+        pattern = ode.jacobian_pattern
+        self.sparse: bool | None = (
+            None if pattern is None else pattern.red_nnz <= SPARSE_MAX_DENSITY * pattern.n_x**2
+        )
 
     def __call__(self, t: float, x: np.ndarray):  # noqa: ANN204
-        jac = self.jacobian(t, x)
+        if self.sparse:
+            return self.ode.sparse_jacobian(t, x)
+        jac = self.ode.jacobian(t, x)
         if self.sparse is None:
             self.sparse = np.count_nonzero(jac) <= SPARSE_MAX_DENSITY * jac.size
         return csc_matrix(jac) if self.sparse else jac
@@ -157,7 +164,7 @@ def _segment_steps(
     meter = WorkMeter(ode, len(x), finite_difference_jacobian=differenced)
     jac = ode.jacobian
     if exact_jacobian and method in SPARSE_CAPABLE and len(x) >= SPARSE_MIN_STATES:
-        jac = _SparseWhenSparse(ode.jacobian)
+        jac = _SparseWhenSparse(ode)
     kwargs = {"jac": jac if exact_jacobian else None} if method in IMPLICIT else {}
     solver = solver_class(
         meter.rhs,

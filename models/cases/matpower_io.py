@@ -40,6 +40,7 @@ PANDAPOWER_LARGE_CASES = (
     "case300",
     "case1354pegase",
     "case2869pegase",
+    "case9241pegase",
 )
 """Planning-size pandapower.networks cases, used in pandapower's branch order (its lines, then
 its transformers: ``NetworkSource.matpower_pairs`` is None) and with pandapower's own conversion
