@@ -122,7 +122,7 @@ def _pattern(system: DAESystem) -> tuple[np.ndarray, np.ndarray]:
     return rows, cols
 
 
-def _column_colors(rows: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
+def column_colors(rows: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
     """Column colours for forward-mode compression (asdex: columns of one colour share no
     row), so one JVP per colour recovers every entry."""
     import asdex
@@ -172,16 +172,23 @@ _CACHE: weakref.WeakKeyDictionary[DAESystem, JacobianStructure] = weakref.WeakKe
 _LOCK = threading.Lock()
 
 
-def _analyse(system: DAESystem) -> dict[str, np.ndarray]:
-    """Pattern (CSC), column colours and diagonal positions of the system's J."""
-    rows, cols = _pattern(system)
-    n = system.n_x + system.n_z
+def csc_pattern(
+    rows: np.ndarray, cols: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The n x n structural pattern of the (row, col) entries (repeats merged) in CSC order:
+    ``indptr``, ``indices`` (row of each entry) and the column of each entry."""
     pattern = sp.csc_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
     pattern.sum_duplicates()
     pattern.sort_indices()
     indptr = pattern.indptr.astype(np.int64)
-    indices = pattern.indices.astype(np.int64)
-    col_of_entry = np.repeat(np.arange(n), np.diff(indptr))
+    return indptr, pattern.indices.astype(np.int64), np.repeat(np.arange(n), np.diff(indptr))
+
+
+def _analyse(system: DAESystem) -> dict[str, np.ndarray]:
+    """Pattern (CSC), column colours and diagonal positions of the system's J."""
+    rows, cols = _pattern(system)
+    n = system.n_x + system.n_z
+    indptr, indices, col_of_entry = csc_pattern(rows, cols, n)
     diagonal = np.empty(n, dtype=np.int64)
     for j in range(n):
         lo, hi = indptr[j], indptr[j + 1]
@@ -189,7 +196,7 @@ def _analyse(system: DAESystem) -> dict[str, np.ndarray]:
     return {
         "indptr": indptr,
         "indices": indices,
-        "colors": _column_colors(indices, col_of_entry, n),
+        "colors": column_colors(indices, col_of_entry, n),
         "diagonal": diagonal,
     }
 
@@ -319,7 +326,7 @@ def _analyse_reduced(system: DAESystem, arrays: dict[str, np.ndarray]) -> dict[s
     out: dict[str, np.ndarray] = {}
     gz_rows, gz_cols = g_z.row.astype(np.int64), g_z.col.astype(np.int64)
     out["gz_rows"], out["gz_cols"] = gz_rows, gz_cols
-    out["gz_colors"] = _column_colors(gz_rows, gz_cols, n_z) if n_z else np.zeros(0, np.int64)
+    out["gz_colors"] = column_colors(gz_rows, gz_cols, n_z) if n_z else np.zeros(0, np.int64)
     # g_z^-1 is block diagonal over the (weakly) connected groups of algebraic variables
     n_groups, group = connected_components(g_z, directed=False) if n_z else (0, np.zeros(0))
     member = sp.csr_matrix((np.ones(n_z), (np.arange(n_z), group)), shape=(n_z, n_groups))
@@ -337,7 +344,7 @@ def _analyse_reduced(system: DAESystem, arrays: dict[str, np.ndarray]) -> dict[s
     out.update(
         red_indptr=red_indptr,
         red_indices=red_indices,
-        red_colors=_column_colors(red_indices, red_cols, n_x),
+        red_colors=column_colors(red_indices, red_cols, n_x),
     )
     return out
 

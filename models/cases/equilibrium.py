@@ -76,24 +76,15 @@ def sparse_newton_z(g, x, z, p, max_iter: int = 20, tol: float = 1e-14) -> np.nd
     import scipy.sparse as sp
     from scipy.sparse.linalg import splu
 
-    from models.sparsity import colored_jacobian
+    from models.sparsity import colored_jacobian, column_colors, csc_pattern
 
     x, z = jnp.asarray(x, jnp.float64), jnp.asarray(z, jnp.float64)
     n = int(z.size)
     found = asdex.jacobian_sparsity(lambda v: g(x, v, p), z)
     rows = np.concatenate([np.asarray(found.rows, np.int64), np.arange(n)])
     cols = np.concatenate([np.asarray(found.cols, np.int64), np.arange(n)])
-    pattern = sp.csc_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
-    pattern.sum_duplicates()
-    pattern.sort_indices()
-    indptr, indices = pattern.indptr, pattern.indices.astype(np.int64)
-    col_of_entry = np.repeat(np.arange(n), np.diff(indptr))
-    coloring = asdex.jacobian_coloring_from_sparsity(
-        asdex.SparsityPattern.from_coo(indices.astype(np.int32), col_of_entry.astype(np.int32),
-                                       (n, n)),
-        mode="fwd",
-    )  # fmt: skip
-    colors = np.asarray(coloring.colors, dtype=np.int64)
+    indptr, indices, col_of_entry = csc_pattern(rows, cols, n)
+    colors = column_colors(indices, col_of_entry, n)
     residual = jax.jit(lambda v, x, p: g(x, v, p))
     values = jax.jit(
         colored_jacobian(residual, n, indices, col_of_entry, colors, int(colors.max()) + 1)
