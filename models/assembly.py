@@ -1,6 +1,7 @@
 """One generic assembler: a network plus device instances become a ``DAESystem``.
 
-Each generator slot holds a machine model and optionally an exciter and a governor; bus devices
+Each generator slot holds a machine model and optionally an exciter, a governor and a stabilizer
+(whose output VOTHSG adds to the exciter's voltage error); bus devices
 (induction motors, grid-following inverters) connect to a bus (``models.devices``;
 PowerSimulationsDynamics.jl organizes dynamic devices the same way). Instances of one model are
 evaluated together (vectorized over their parameter arrays), so the traced equations grow with
@@ -9,7 +10,8 @@ the number of *models*, not of devices. Every case goes through here: the MATPOW
 
 Layout (disturbances, names and outputs rely on it):
 
-* x: per generator slot in order, its machine's states, then its exciter's, then its governor's;
+* x: per generator slot in order, its machine's states, then its exciter's, its governor's and
+  its stabilizer's;
   then per bus device in order, its states (``<state>[<generator or device name>]``);
 * z: bus voltages Vr, Vi (pu, system base), then machine currents Id, Iq (pu on MBASE);
 * outputs: bus V and theta, machine omega, delta and Pe, the bus devices' measures (per model in
@@ -22,7 +24,8 @@ Layout (disturbances, names and outputs rely on it):
   ``models.network``.
 
 Initialization: each machine from its terminal voltage and power (``DeviceModel.init``), then its
-exciter from the machine's field voltage and its governor from the machine's torque; each bus
+exciter from the machine's field voltage (and the machine signals it reads, ``DeviceModel.inputs``),
+its governor from the machine's torque and its stabilizer from the machine signals; each bus
 device from its bus voltage and requested power, the static load of its bus taking the difference
 (so the power flow is reproduced exactly); the algebraic variables are polished by Newton, the
 AVR references recomputed at the polished voltages, and the point checked to 1e-8
@@ -51,7 +54,7 @@ from models.network import BRANCH_G, Topology, branch_parameters, current_mismat
 
 PERTURBATION = {"delta": 0.05, "omega": 1e-3, "s": 1e-3}
 """Typical initial-state perturbation per state name (rad, pu, pu slip); all other states 0."""
-GENERATOR_ROLES = ("machine", "exciter", "governor")
+GENERATOR_ROLES = ("machine", "exciter", "governor", "stabilizer")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class GeneratorSlot:
     machine: Device
     exciter: Device | None = None
     governor: Device | None = None
+    stabilizer: Device | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +200,25 @@ def check_parameters(slots: Sequence[GeneratorSlot], role: str) -> None:
     _check(_groups([getattr(s, role) for s in slots]), role)
 
 
+def check_slots(slots: Sequence[GeneratorSlot]) -> None:
+    """Raise ``ValueError`` naming the device where a slot's devices do not fit together: a
+    stabilizer without an exciter to add its signal to, an exciter reading the field current of
+    a machine model without a field winding."""
+    problems = []
+    for slot in slots:
+        if slot.stabilizer is not None and slot.exciter is None:
+            problems.append(f"{slot.stabilizer.where}: {slot.stabilizer.model.name} stabilizer "
+                            "needs an exciter on its machine (its output adds to the exciter's "
+                            "voltage error)")  # fmt: skip
+        if (slot.exciter is not None and "ifd" in slot.exciter.model.inputs
+                and slot.machine.model.field_current is None):  # fmt: skip
+            problems.append(f"{slot.exciter.where}: {slot.exciter.model.name} reads the field "
+                            f"current, which the {slot.machine.model.name} machine model "
+                            f"({slot.machine.where}) does not have")  # fmt: skip
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
 def _view(p: Mapping, grp: _Group) -> dict:
     prefix = grp.model.param_prefix
     return {k: p[f"{prefix}{k}"] for k in grp.params}
@@ -221,6 +244,7 @@ def assemble(
     groups["bus"] = _groups([b.device for b in bus_devices])
     for role, grps in groups.items():
         _check(grps, role)
+    check_slots(slots)
     omega_s = 2.0 * np.pi * grid.f_hz
     scale = grid.gen_mbase / grid.sbase
     v_gen = grid.voltage[grid.gen_bus]
@@ -273,14 +297,33 @@ def assemble(
         _place(grp, init, params, x0, ("Id", "Iq", "efd", "tm"))
         id0[grp.members], iq0[grp.members] = init["Id"], init["Iq"]
         efd0[grp.members], tm0[grp.members] = init["efd"], init["tm"]
+    sig0: dict[str, np.ndarray] = {}
+    if groups["stabilizer"] or any(g.model.inputs for g in groups["exciter"]):
+        delta0 = np.zeros(ng)
+        ifd0 = efd0.copy()  # LadIfd = Efd at equilibrium
+        for grp in groups["machine"]:
+            xs = grp.states(x0)
+            delta0[grp.members] = xs[grp.model.states.index("delta")]
+            if grp.model.field_current is not None:
+                ifd0[grp.members] = np.asarray(
+                    grp.model.field_current(xs, id0[grp.members], iq0[grp.members], grp.params)
+                )
+        vd0, vq0 = (np.asarray(a) for a in to_machine_frame(v_gen.real, v_gen.imag, delta0))
+        sig0 = {"omega": np.ones(ng), "vt": np.abs(v_gen), "vd": vd0, "vq": vq0, "Id": id0,
+                "Iq": iq0, "ifd": ifd0, "pe": vd0 * id0 + vq0 * iq0, "tm": tm0}  # fmt: skip
     for grp in groups["exciter"]:
-        init = grp.model.init(efd0[grp.members], np.abs(v_gen[grp.members]), grp.params)
+        k = grp.members
+        extra = ({n: sig0[n][k] for n in grp.model.inputs},) if grp.model.inputs else ()
+        init = grp.model.init(efd0[k], np.abs(v_gen[k]), grp.params, *extra)
         _place(grp, init, params, x0, ("vref",))
         vref[grp.members] = init["vref"]
     for grp in groups["governor"]:
         init = grp.model.init(tm0[grp.members], grp.params)
         _place(grp, init, params, x0, ("pref",))
         pref[grp.members] = init["pref"]
+    for grp in groups["stabilizer"]:
+        init = grp.model.init({n: v[grp.members] for n, v in sig0.items()}, grp.params)
+        _place(grp, init, params, x0, ())
     injected = np.zeros(len(bus_devices), dtype=complex)
     for grp in groups["bus"]:
         k = grp.members
@@ -325,6 +368,32 @@ def assemble(
             omega = grp.put(omega, xs[grp.model.states.index("omega")])
         return delta, omega
 
+    field_needed = any("ifd" in g.model.inputs for g in groups["exciter"])
+
+    def signals(x, z, p, omega, tm) -> dict:
+        """The machine signals ``models.devices.base.SIGNALS`` (per slot, MBASE)."""
+        vr, vi = z[:nb], z[nb : 2 * nb]
+        id_, iq = z[2 * nb : 2 * nb + ng], z[2 * nb + ng :]
+        delta, _ = machine_signals(x)
+        vd, vq = to_machine_frame(vr[gen_bus], vi[gen_bus], delta)
+        ifd = p["efd"]
+        if field_needed:
+            for grp in groups["machine"]:
+                if grp.model.field_current is not None:
+                    i = grp.model.field_current(grp.states(x), grp.take(id_), grp.take(iq),
+                                                _view(p, grp))  # fmt: skip
+                    ifd = grp.put(ifd, i)
+        return {"omega": omega, "vt": jnp.sqrt(vd**2 + vq**2), "vd": vd, "vq": vq, "Id": id_,
+                "Iq": iq, "ifd": ifd, "pe": vd * id_ + vq * iq, "tm": tm}  # fmt: skip
+
+    def pick(sig: dict, grp: _Group, names) -> dict:
+        return {n: grp.take(sig[n]) for n in names}
+
+    def exciter_extra(sig, grp: _Group) -> tuple:
+        return (pick(sig, grp, grp.model.inputs),) if grp.model.inputs else ()
+
+    needs_signals = bool(groups["stabilizer"]) or any(g.model.inputs for g in groups["exciter"])
+
     def bus_voltage(z, grp: _Group):
         b = bus_of[grp.members]
         return z[:nb][b], z[nb : 2 * nb][b]
@@ -335,12 +404,18 @@ def assemble(
         vt = jnp.sqrt(vr[gen_bus] ** 2 + vi[gen_bus] ** 2)
         _, omega = machine_signals(x)
         efd, tm = p["efd"], p["tm"]
-        for grp in groups["exciter"]:
-            e = grp.model.output(grp.states(x), grp.take(vt), _view(p, grp))
-            efd = grp.put(efd, e)
         for grp in groups["governor"]:
             t = grp.model.output(grp.states(x), grp.take(omega), _view(p, grp))
             tm = grp.put(tm, t)
+        sig = signals(x, z, p, omega, tm) if needs_signals else {}
+        for grp in groups["exciter"]:
+            e = grp.model.output(grp.states(x), grp.take(vt), _view(p, grp),
+                                 *exciter_extra(sig, grp))  # fmt: skip
+            efd = grp.put(efd, e)
+        vs = jnp.zeros(ng)
+        for grp in groups["stabilizer"]:
+            v = grp.model.output(grp.states(x), pick(sig, grp, sig), _view(p, grp))
+            vs = grp.put(vs, v)
         out = []
         for grp in groups["machine"]:
             d = grp.model.derivatives(
@@ -350,14 +425,19 @@ def assemble(
             out.append(jnp.stack(d, axis=1).ravel())
         for grp in groups["exciter"]:
             vt_k = grp.take(vt)
+            vs_k = grp.take(vs) if groups["stabilizer"] else 0.0 * vt_k
             d = grp.model.derivatives(
-                grp.states(x), vt_k, grp.take(p["vref"]), 0.0 * vt_k, _view(p, grp)
-            )
+                grp.states(x), vt_k, grp.take(p["vref"]), vs_k, _view(p, grp),
+                *exciter_extra(sig, grp),
+            )  # fmt: skip
             out.append(jnp.stack(d, axis=1).ravel())
         for grp in groups["governor"]:
             d = grp.model.derivatives(
                 grp.states(x), grp.take(omega), grp.take(p["pref"]), _view(p, grp)
             )
+            out.append(jnp.stack(d, axis=1).ravel())
+        for grp in groups["stabilizer"]:
+            d = grp.model.derivatives(grp.states(x), pick(sig, grp, sig), _view(p, grp))
             out.append(jnp.stack(d, axis=1).ravel())
         for grp in groups["bus"]:
             d = grp.model.derivatives(grp.states(x), *bus_voltage(z, grp), _view(p, grp),
@@ -427,9 +507,15 @@ def assemble(
             return {}
         vt = np.hypot(z0[:nb], z0[nb : 2 * nb])[gen_bus]
         new = params["vref"].copy()
+        sig = {}
+        if any(g.model.inputs for g in groups["exciter"]):
+            p_dev = {k: jnp.asarray(v) for k, v in params.items()}
+            sig = {k: np.asarray(v) for k, v in
+                   signals(x0, z0, p_dev, np.ones(ng), params["tm"]).items()}  # fmt: skip
         for grp in groups["exciter"]:
             k = grp.members
-            new[k] = grp.model.init(efd0[k], vt[k], grp.params)["vref"]
+            extra = ({n: sig[n][k] for n in grp.model.inputs},) if grp.model.inputs else ()
+            new[k] = grp.model.init(efd0[k], vt[k], grp.params, *extra)["vref"]
         return {"vref": new}
 
     z_pf = np.concatenate([grid.voltage.real, grid.voltage.imag, id0, iq0])
@@ -485,7 +571,9 @@ def assemble(
             ),
             "generator_models": {
                 grid.gen_names[k]: "+".join(
-                    d.model.name for d in (s.machine, s.exciter, s.governor) if d is not None
+                    d.model.name
+                    for d in (s.machine, s.exciter, s.governor, s.stabilizer)
+                    if d is not None
                 )
                 for k, s in enumerate(slots)
             },

@@ -24,8 +24,8 @@ KUNDUR = {
     "dyr_file": "kundur_genrou_tgov1.dyr",
 }
 URL = "/cases?name=kundur&format=psse"
-ESST3A = "1 'ESST3A' 1 0.02 0.2 -0.2 8.0 1.0 /\n"
-"""An exciter model not supported yet, for machine 1 (line 21 of the pair's .dyr)."""
+EXDC2 = "1 'EXDC2' 1 0.02 20.0 0.02 1.0 /\n"
+"""An exciter model not supported (yet), for machine 1 (line 21 of the pair's .dyr)."""
 
 
 def _authorize(client: TestClient) -> None:
@@ -54,8 +54,8 @@ def test_bad_pairs_are_refused_naming_file_line_and_record(make_settings) -> Non
         loc, msg = refused({**KUNDUR, "raw": bad_raw})
         assert loc == ["body", "raw", "line 24"]
         assert msg == "kundur.raw, line 24 (branch data): field X = 'oops' is not a number"
-        loc, msg = refused({**KUNDUR, "dyr": KUNDUR["dyr"] + ESST3A})
-        assert loc == ["body", "dyr"] and "ESST3A (line 21)" in msg
+        loc, msg = refused({**KUNDUR, "dyr": KUNDUR["dyr"] + EXDC2})
+        assert loc == ["body", "dyr"] and "EXDC2 (line 21)" in msg
         loc, msg = refused({**KUNDUR, "dyr": "1 'GENROU' 1 8 0.03 /\n"})
         assert loc == ["body", "dyr", "line 1"] and "GENROU has 14 values" in msg
         loc, _ = refused({**KUNDUR, "substitute": "yes"})
@@ -66,14 +66,14 @@ def test_bad_pairs_are_refused_naming_file_line_and_record(make_settings) -> Non
 
         substituted = client.post(
             URL,
-            content=json.dumps({**KUNDUR, "dyr": KUNDUR["dyr"] + ESST3A, "substitute": True}),
+            content=json.dumps({**KUNDUR, "dyr": KUNDUR["dyr"] + EXDC2, "substitute": True}),
         )
         assert substituted.status_code == 201, substituted.text
         body = substituted.json()
         assert body["network"] == f"case:{body['id']}"
         assert body["summary"]["models"] == ["GENROU", "TGOV1"]
         warnings = body["summary"]["warnings"]
-        assert any("ESST3A exciter at lines 21 left out" in w for w in warnings), warnings
+        assert any("EXDC2 exciter at lines 21 left out" in w for w in warnings), warnings
         missing = client.post("/campaigns", json={**SPEC, "network": "case:999"})
         assert missing.status_code == 422, missing.text
         assert missing.json()["detail"][0]["loc"][-1] == "network"
@@ -127,11 +127,11 @@ def test_case_add_stores_locally_and_refuses_bad_files(tmp_path, monkeypatch) ->
     assert ok.exit_code == 0, ok.output
     assert "case 1 stored: 10 buses, 4 machines (GENROU, TGOV1)" in ok.output
     assert "network: case:1" in ok.output
-    pair = ("--raw", str(DATA / "ieee14.raw"), "--dyr", str(DATA / "ieee14.dyr"))
-    bad = add("ieee14", *pair)
+    pair = ("--raw", str(DATA / "kundur.raw"), "--dyr", str(DATA / "kundur_full.dyr"))
+    bad = add("kundur_full", *pair)
     assert bad.exit_code == 2
-    assert "ESST3A (lines 9, 39, 52, 62)" in bad.output and "Traceback" not in bad.output
-    substituted = add("ieee14", *pair, "--substitute")
+    assert "EXDC2 (lines 4, 13, 22, 31)" in bad.output and "Traceback" not in bad.output
+    substituted = add("kundur_full", *pair, "--substitute")
     assert substituted.exit_code == 0, substituted.output
-    assert "case 2 stored: 14 buses, 5 machines" in substituted.output
-    assert "warning:" in substituted.output and "ESST3A exciter" in substituted.output
+    assert "case 2 stored: 10 buses, 4 machines" in substituted.output
+    assert "warning:" in substituted.output and "EXDC2 exciter" in substituted.output

@@ -22,32 +22,41 @@ def build(dyr: str, **kw):
 
 
 def test_unsupported_models_are_listed_in_one_error() -> None:
-    text = (DATA / "ieee14.dyr").read_text()
+    text = (DATA / "wecc_full.dyr").read_text()
     with pytest.raises(PsseError) as err:
-        parse_dyr(text, "ieee14.dyr")
+        parse_dyr(text, "wecc_full.dyr")
     message = str(err.value)
-    assert "EXST1 (" not in message and "IEEEG1 (" not in message  # supported
+    for supported in ("EXST1", "IEEEG1", "ESST3A", "IEEEST", "ST2CUT", "GENROU"):
+        assert f"{supported} (" not in message
     for piece in (
-        "ESST3A (lines 9, 39, 52, 62)",
-        "IEEEST (line 35)",
-        "ST2CUT (lines 4, 19)",
-        "Supported: EXST1, GENCLS, GENROU, IEEEG1, IEEEX1, SEXS, TGOV1",
+        "ESDC2A (lines 60, 111, 192, 275, 292, 324, 355, 388)",
+        "Supported: ESST3A, EXST1, GENCLS, GENROU, IEEEG1, IEEEST, IEEEX1, SEXS, ST2CUT, TGOV1",
     ):
         assert piece in message  # fmt: skip
 
 
 def test_substitution_leaves_controllers_out_with_a_stored_warning() -> None:
-    raw, dyr = (DATA / "ieee14.raw").read_text(), (DATA / "ieee14.dyr").read_text()
-    system = build_psse_case(raw, dyr, "ieee14", raw_file="ieee14.raw", dyr_file="ieee14.dyr",
+    raw, dyr = (DATA / "kundur.raw").read_text(), (DATA / "kundur_full.dyr").read_text()
+    system = build_psse_case(raw, dyr, "kundur", raw_file="kundur.raw", dyr_file="kundur_full.dyr",
                              substitute=True)  # fmt: skip
     warnings = system.info["warnings"]
-    assert any("ESST3A exciter at lines 9, 39, 52, 62 left out" in w for w in warnings)
-    assert any("ST2CUT stabilizer at lines 4, 19 left out" in w for w in warnings)
+    assert any("EXDC2 exciter at lines 4, 13, 22, 31 left out" in w for w in warnings)
     assert any("'Toggle' record" in w and "read past" in w for w in warnings)
     assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"
-    assert system.info["generator_models"]["gen2_1"] == "GENROU+EXST1+IEEEG1"
-    with pytest.raises(PsseError, match="ESST3A"):
-        build_psse_case(raw, dyr, "ieee14", raw_file="ieee14.raw", dyr_file="ieee14.dyr")
+    with pytest.raises(PsseError, match="EXDC2"):
+        build_psse_case(raw, dyr, "kundur", raw_file="kundur.raw", dyr_file="kundur_full.dyr")
+
+
+def test_a_stabilizer_needs_an_exciter_and_is_left_out_with_a_substituted_one() -> None:
+    ieeest = "1 'IEEEST' 1 1 0 0 0 0 0 0 0 0 0 0 0.75 1 4.2 -2 0.1 -0.1 0 0 /\n"
+    base = (DATA / "kundur_genrou_tgov1.dyr").read_text()
+    with pytest.raises(ValueError, match=r"k.dyr, line \d+: IEEEST stabilizer needs an exciter"):
+        build(base + ieeest)
+    full = (DATA / "kundur_full.dyr").read_text()
+    system = build(full + ieeest, substitute=True)
+    assert any("IEEEST stabilizer left out (its machine has no exciter" in w
+               for w in system.info["warnings"])  # fmt: skip
+    assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"
 
 
 def test_an_unsupported_machine_cannot_be_substituted() -> None:
@@ -86,6 +95,7 @@ def test_bad_parameter_values_name_the_record() -> None:
         ("kundur.raw", "kundur_sexs_tgov1.dyr"),
         ("ieee14.raw", "ieee14_exst1_ieeeg1.dyr"),
         ("ieee14.raw", "ieee14_genrou_tgov1.dyr"),
+        ("ieee14.raw", "ieee14.dyr"),
         ("wecc.raw", "wecc_gencls.dyr"),
         ("npcc.raw", "npcc_full.dyr"),
     ],
@@ -98,7 +108,8 @@ def test_imported_cases_start_at_equilibrium(raw: str, dyr: str) -> None:
     assert len(system.names["generator"]) == system.info["n_gen"]
     assert all(name.startswith(("delta[", "omega[", "Eq_p[", "psi_k", "Ed_p[", "Pv[", "Pt[",
                                 "xl[", "Efd[", "Vc[", "VR[", "xf[", "VA[", "xll[", "GV[",
-                                "x1[", "x2[", "x3[", "x4["))
+                                "x1[", "x2[", "x3[", "x4[", "VM[", "pt1[", "pt2[", "pwo[",
+                                "pll1[", "pll2[", "pll3[", "pf1[", "pf2[", "pf3[", "pf4["))
                for name in system.state_names)  # fmt: skip
 
 

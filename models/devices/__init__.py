@@ -5,23 +5,26 @@ and wscc9 (``PROJECT_MODELS``; per unit on the system base, without limits so f 
 ``models.assembly`` turns a network and device instances into one ``DAESystem``."""
 
 from models.devices.base import DeviceModel
+from models.devices.esst3a import ESST3A
 from models.devices.exst1 import EXST1
 from models.devices.gencls import GENCLS
 from models.devices.genrou import GENROU
 from models.devices.gfl_inverter import GFL_INVERTER
 from models.devices.ieee_dc1a import IEEE_DC1A
 from models.devices.ieeeg1 import IEEEG1
+from models.devices.ieeest import IEEEST
 from models.devices.ieeex1 import IEEEX1
 from models.devices.induction_motor import INDUCTION_MOTOR
 from models.devices.sexs import SEXS
 from models.devices.sexs_smooth import SEXS_SMOOTH
 from models.devices.sixth_order import SIXTH_ORDER
+from models.devices.st2cut import ST2CUT
 from models.devices.tgov1 import TGOV1
 from models.devices.tgov1_smooth import TGOV1_SMOOTH
 from models.devices.two_axis import TWO_AXIS
 
 MODELS: dict[str, DeviceModel] = {
-    m.name: m for m in (EXST1, GENCLS, GENROU, IEEEG1, IEEEX1, SEXS, TGOV1)
+    m.name: m for m in (ESST3A, EXST1, GENCLS, GENROU, IEEEG1, IEEEST, IEEEX1, SEXS, ST2CUT, TGOV1)
 }
 """Supported ``.dyr`` model names -> models."""
 PROJECT_MODELS: dict[str, DeviceModel] = {
@@ -32,11 +35,13 @@ PROJECT_MODELS: dict[str, DeviceModel] = {
 """The project's models by name (the ``CaseConfig`` names of the MATPOWER builder)."""
 
 __all__ = [
+    "ESST3A",
     "EXST1",
     "GENCLS",
     "GENROU",
     "GFL_INVERTER",
     "IEEEG1",
+    "IEEEST",
     "IEEEX1",
     "IEEE_DC1A",
     "INDUCTION_MOTOR",
@@ -45,6 +50,7 @@ __all__ = [
     "SEXS",
     "SEXS_SMOOTH",
     "SIXTH_ORDER",
+    "ST2CUT",
     "TGOV1",
     "TGOV1_SMOOTH",
     "TWO_AXIS",

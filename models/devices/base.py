@@ -9,7 +9,13 @@ states are a tuple of arrays in ``states`` order. The *role* fixes the signature
   omega_s)``, ``stator(xs, vd, vq, Id, Iq, p) -> (res_d, res_q)``, ``torque(xs, Id, Iq, p)``,
   ``delta`` and ``omega`` the positions of those states.
 * ``exciter``: ``init(efd, vt, p) -> dict`` (states and ``vref``), ``derivatives(xs, vt, vref,
-  vs, p)``, ``output(xs, vt, p) -> efd``.
+  vs, p)``, ``output(xs, vt, p) -> efd``; ``vs`` is the stabilizer's signal VOTHSG (0 without
+  one). An exciter that reads more of its machine names those signals in ``inputs`` (from
+  ``SIGNALS``) and takes their dict as one more argument: ``init(efd, vt, p, sig)``,
+  ``derivatives(xs, vt, vref, vs, p, sig)``, ``output(xs, vt, p, sig)``.
+* ``stabilizer``: ``init(sig, p) -> dict`` (states), ``derivatives(xs, sig, p)``,
+  ``output(xs, sig, p) -> vs``, added to its machine's exciter input (PSS/E's VOTHSG); ``sig``
+  holds the ``SIGNALS`` of its machine (its input codes choose among them).
 * ``governor``: ``init(tm, p) -> dict`` (states and ``pref``), ``derivatives(xs, omega, pref,
   p)``, ``output(xs, omega, p) -> tm``.
 * ``bus`` (a device connected to a bus rather than to a generator slot, per unit on the *system*
@@ -24,6 +30,8 @@ Parameters are stored in the system as ``<prefix><name>`` (``prefix`` defaults t
 ``controller`` names the controller states (default: every state of an exciter or governor).
 
 ``check(p) -> list[(field, index, reason)]`` lists parameter values the model cannot use.
+A machine model with a field winding gives ``field_current(xs, Id, Iq, p)``: PSS/E's LadIfd
+(= Xad Ifd, pu field voltage; equal to Efd at equilibrium), which some exciters read.
 """
 
 from __future__ import annotations
@@ -33,6 +41,11 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
+
+SIGNALS = ("omega", "vt", "vd", "vq", "Id", "Iq", "ifd", "pe", "tm")
+"""Machine signals a controller can read (per unit on MBASE, machine d-q frame): speed, terminal
+voltage magnitude and its d, q parts, stator currents, field current LadIfd, electrical power
+at the terminals (Vd Id + Vq Iq), mechanical torque."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,9 @@ class DeviceModel:
     measures: tuple[str, ...] = ()
     measure: Callable | None = None
     kind: str = ""
+    inputs: tuple[str, ...] = ()
+    """``SIGNALS`` an exciter reads beyond its terminal voltage (see the module docstring)."""
+    field_current: Callable | None = None
 
     @property
     def param_prefix(self) -> str:
@@ -64,7 +80,7 @@ class DeviceModel:
     def controller_states(self) -> tuple[str, ...]:
         if self.controller is not None:
             return self.controller
-        return self.states if self.role in ("exciter", "governor") else ()
+        return self.states if self.role in ("exciter", "governor", "stabilizer") else ()
 
 
 def to_machine_frame(re, im, delta):
@@ -145,3 +161,42 @@ def check_rules(rules) -> Callable:
         return out
 
     return check
+
+
+STABILIZER_INPUTS = {
+    1: "rotor speed deviation (omega - 1, pu)",
+    3: "electrical power (pu on MBASE)",
+    4: "accelerating power (mechanical minus electrical, pu on MBASE)",
+    5: "terminal bus voltage (pu)",
+}
+"""PSS/E stabilizer input-signal codes implemented (PSS(R)E Model Library, IEEEST / ST2CUT ICONs):
+2 (bus frequency deviation) and 6 (derivative of bus voltage) are not, nor a remote bus."""
+
+
+def stabilizer_input(code, sig):
+    """The input signal chosen by a PSS/E input code per instance (0: none)."""
+    return jnp.where(
+        code == 1, sig["omega"] - 1.0,
+        jnp.where(code == 3, sig["pe"],
+                  jnp.where(code == 4, sig["tm"] - sig["pe"],
+                            jnp.where(code == 5, sig["vt"], 0.0))),
+    )  # fmt: skip
+
+
+def stabilizer_input0(code, sig) -> np.ndarray:
+    """``stabilizer_input`` on NumPy arrays (initialization)."""
+    return np.asarray(stabilizer_input(np.asarray(code), sig), dtype=float)
+
+
+def check_input_code(p, code: str, bus: str, allow_none: bool = False) -> list:
+    """Problems of an input code and its remote bus (see ``STABILIZER_INPUTS``)."""
+    valid = sorted(STABILIZER_INPUTS) + ([0] if allow_none else [])
+    listed = ", ".join(f"{k} ({v})" for k, v in sorted(STABILIZER_INPUTS.items()))
+    bad = ~np.isin(p[code], valid)
+    out = problems_where(
+        bad, code, f"is not an implemented input code; implemented: {listed}"
+        + ("; 0 (no input)" if allow_none else "")
+    )  # fmt: skip
+    out += problems_where((p[bus] != 0) & (p[code] == 5), bus,
+                          "must be 0 (a remote bus is not implemented)")  # fmt: skip
+    return out

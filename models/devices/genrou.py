@@ -18,6 +18,7 @@ of the d-axis analogy (E'q -> E'd, Id -> -Iq).
     T''qo dpsi_kq/dt = E'd - psi_kq + (X'q - Xl) Iq
     d delta/dt = omega_s (omega - 1),   2 H d omega/dt = TM - Te - D (omega - 1)
     Te = E''d Id + E''q Iq    (air-gap torque; torque = power at the speed used in the stator)
+    LadIfd = Efd - T'do dE'q/dt   (field current in PSS/E's units, read by ESST3A)
     0 = E''d - Vd - Ra Id + X''d Iq,   0 = E''q - Vq - Ra Iq - X''d Id
 
 Speed effects in the stator voltage are neglected (omega = 1 there), as in PSS/E's GENROU.
@@ -129,6 +130,23 @@ def _derivatives(xs, Id, Iq, efd, tm, p, omega_s):
     return omega_s * (omega - 1.0), d_omega, d_eq, d_kd, d_ed, d_kq
 
 
+def _field_current(xs, Id, Iq, p):
+    """LadIfd: T'do dE'q/dt = Efd - LadIfd (the d-axis terms of the E'q equation)."""
+    del Iq
+    _, _, eq_p, psi_kd, ed_p, psi_kq = xs
+    del ed_p, psi_kq
+    ed_pp, eq_pp = _subtransient(xs, p)
+    se = saturation(jnp.sqrt(ed_pp**2 + eq_pp**2), p["sat_a"], p["sat_b"])
+    xl = p["Xl"]
+    _, k2d, _, _ = _coefficients(p)
+    return (
+        eq_p
+        + (p["Xd"] - p["Xd_p"])
+        * (Id + k2d / (p["Xd_p"] - xl) * (eq_p - psi_kd - (p["Xd_p"] - xl) * Id))
+        + se * eq_pp
+    )
+
+
 def _stator(xs, vd, vq, Id, Iq, p):
     ed_pp, eq_pp = _subtransient(xs, p)
     x = p["Xd_pp"]
@@ -151,4 +169,5 @@ GENROU = DeviceModel(
     derivatives=_derivatives,
     stator=_stator,
     torque=_torque,
+    field_current=_field_current,
 )

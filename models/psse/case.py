@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.assembly import Device, GeneratorSlot, Grid, assemble, check_parameters
+from models.assembly import (
+    Device,
+    GeneratorSlot,
+    Grid,
+    assemble,
+    check_parameters,
+    check_slots,
+)
 from models.dae import DAESystem
 from models.devices import MODELS
 from models.psse.dyr import parse_dyr
@@ -104,7 +111,18 @@ def load_psse_case(
             dyr_file, 0, "dynamic data",
             f"no machine model for the in-service generator(s) {', '.join(missing)} of {raw_file}",
         )  # fmt: skip
-    slots = [GeneratorSlot(s["machine"], s.get("exciter"), s.get("governor")) for s in found]
+    if substitute:  # a stabilizer whose exciter was left out has nothing to add its signal to
+        for slot in found:
+            if "stabilizer" in slot and "exciter" not in slot:
+                pss = slot.pop("stabilizer")
+                warnings.append(
+                    f"{pss.where}: {pss.model.name} stabilizer left out (its machine has no "
+                    "exciter, substituted or absent; no stabilizing signal)"
+                )
+    slots = [
+        GeneratorSlot(s["machine"], s.get("exciter"), s.get("governor"), s.get("stabilizer"))
+        for s in found
+    ]
     grid = Grid(
         name=name,
         sbase=net.sbase,
@@ -142,13 +160,16 @@ def load_psse_case(
             ),
         },
     )
-    models = sorted({d.model.name for s in slots for d in (s.machine, s.exciter, s.governor) if d})
+    models = sorted(
+        {d.model.name for s in slots for d in (s.machine, s.exciter, s.governor, s.stabilizer) if d}
+    )
     description = (
         f"{name}: PSS/E case {raw_file} + {dyr_file}: {net.n_bus} buses, "
         f"{net.branch_r.size} branches, {len(slots)} machines ({', '.join(models)})"
     )
-    for role in ("machine", "exciter", "governor"):
+    for role in ("machine", "exciter", "governor", "stabilizer"):
         check_parameters(slots, role)
+    check_slots(slots)
     return PsseCase(grid, tuple(slots), description)
 
 

@@ -216,7 +216,12 @@ def parse_psse(data: bytes) -> dict[str, Any]:
         raise CaseError(("body", "dyr"), str(exc)) from None
     grid = case.grid
     models = sorted(
-        {d.model.name for s in case.slots for d in (s.machine, s.exciter, s.governor) if d}
+        {
+            d.model.name
+            for s in case.slots
+            for d in (s.machine, s.exciter, s.governor, s.stabilizer)
+            if d
+        }
     )
     return {
         "n_bus": len(grid.bus_names),

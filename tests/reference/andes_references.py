@@ -52,6 +52,10 @@ CASES = {
         "ieee14.raw", "ieee14_exst1_ieeeg1.dyr",
         {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
     ),
+    "ieee14_full": (
+        "ieee14.raw", "ieee14.dyr",
+        {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
+    ),
     "npcc_full": (
         "npcc.raw", "npcc_full.dyr", {"fault_bus": 1, "line": (1, 2, "1"), "gen": (24, "1")}
     ),
