@@ -47,12 +47,15 @@ DISTURBANCES = {
     "ieee39": {"kind": "load_step", "bus": "bus4", "t": 0.1, "scale": 1.1},
     "ieee118": {"kind": "bus_fault", "bus": "bus60", "t_fault": 0.1, "t_clear": 0.15},
 }
+OPTIONS = {"radau": {"rtol": 1e-4}, "raptor": {"rtol": 1e-6}, "trapezoid": {"dt": 1e-3}}
+"""Each method's options in the throughput campaigns (``--method``); trapezoid batches are
+solved together, vectorized across their runs (``workers.vectorized``)."""
 PHASES = ("claim", "build", "solve", "lease", "write", "commit", "score")
 
 
 def spec(network: str, runs: int, method: str = "radau", t_end: float = 0.3) -> dict:
     """``runs`` runs of one configuration: one disturbance, ``runs`` initial conditions."""
-    options = {"rtol": 1e-4} if method != "raptor" else {"rtol": 1e-6}
+    options = OPTIONS.get(method, {})
     return {
         "name": f"throughput {network} {method} x{runs}",
         "network": network,
@@ -87,7 +90,7 @@ def submit(settings, raw: dict) -> int:
         db.dispose()
 
 
-def phases(network: str, runs: int, batched: bool = False) -> dict:
+def phases(network: str, runs: int, batched: bool = False, method: str = "radau") -> dict:
     """Section 1: per-run phase medians (first run, which builds and compiles, excluded);
     ``batched``: the runs as one batch message (``execute_batch``: published together, the
     lease check, Zarr write and SQL commit shared by the block)."""
@@ -100,7 +103,7 @@ def phases(network: str, runs: int, batched: bool = False) -> dict:
         settings = settings_for(Path(tmp))
         configure_jax(settings.jax_cache_dir)
         migrate.upgrade(settings)
-        campaign_id = submit(settings, spec(network, runs + 1))
+        campaign_id = submit(settings, spec(network, runs + 1, method))
         from raptorgrid.db import Database
 
         ctx = WorkerContext(settings=settings, db=Database.from_settings(settings))
@@ -217,8 +220,16 @@ def _wait_ready(pool, timeout: float = 300.0) -> float:
     raise TimeoutError("workers did not finish prebuilding:\n" + pool.tail_logs())
 
 
-def throughput(network: str, runs: int, workers: int, batch_sizes: list[int]) -> list[dict]:
-    """Section 2: one warm worker pool, one campaign per batch size."""
+def throughput(
+    network: str,
+    runs: int,
+    workers: int,
+    batch_sizes: list[int],
+    method: str = "radau",
+    warmup: bool = False,
+) -> list[dict]:
+    """Section 2: one warm worker pool, one campaign per batch size (``warmup``: after one
+    unmeasured campaign of the same size, so that what a batch compiles is compiled)."""
     from raptorgrid import migrate
     from raptorgrid.embedded import EmbeddedWorkers
 
@@ -229,13 +240,15 @@ def throughput(network: str, runs: int, workers: int, batch_sizes: list[int]) ->
         )
         migrate.upgrade(settings)
         worker_settings = settings.model_copy(
-            update={"prebuild_networks": [network], "prebuild_methods": ["radau"]}
+            update={"prebuild_networks": [network], "prebuild_methods": [method]}
         )
         with EmbeddedWorkers(worker_settings, workers) as pool:
             ready = _wait_ready(pool)
             for size in batch_sizes:
                 sized = settings.model_copy(update={"max_batch_size": size})
-                campaign_id = submit(sized, spec(network, runs))
+                if warmup:
+                    _wait(sized, submit(sized, spec(network, runs, method)), pool)
+                campaign_id = submit(sized, spec(network, runs, method))
                 _wait(sized, campaign_id, pool)
                 row = _timeline(sized, campaign_id)
                 row.update(
@@ -380,19 +393,31 @@ def main() -> None:
     parser.add_argument("--big", default=None, help="NET:METHOD:N, e.g. ieee118:raptor:1000")
     parser.add_argument("--cold", action="store_true", help="--big with an empty cache")
     parser.add_argument("--skip", nargs="*", default=[], choices=["phases", "throughput"])
+    parser.add_argument("--method", default="radau", choices=sorted(OPTIONS))
+    parser.add_argument(
+        "--warmup", action="store_true", help="one unmeasured campaign before each measured one"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count()}
+    report: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "cpus": os.cpu_count(),
+        "method": args.method,
+    }
     if "phases" not in args.skip:
         report["phases"] = [
-            phases(n, args.phase_runs, batched) for n in args.networks for batched in (False, True)
+            phases(n, args.phase_runs, batched, args.method)
+            for n in args.networks
+            for batched in (False, True)
         ]
         report["services"] = services(report["phases"])
     if "throughput" not in args.skip:
         rows = []
         for network in args.networks:
             for count in args.workers:
-                rows.extend(throughput(network, args.runs, count, args.batches))
+                rows.extend(
+                    throughput(network, args.runs, count, args.batches, args.method, args.warmup)
+                )
         report["throughput"] = rows
         report["scaling"] = _scaling(rows)
     if args.big:

@@ -4,7 +4,7 @@ The numerical core never imports the service stack; ``solve`` works on any ``mod
 including one written by hand in JAX with its own x0 and z0.
 """
 
-from solvers.api import solve
+from solvers.api import solve, solve_batch
 from solvers.catalogue import METHODS, UnknownMethodError, catalogue, validate_options
 from solvers.result import SolveResult, Stats
 from solvers.status import FailureReason, RunStatus
@@ -18,5 +18,6 @@ __all__ = [
     "UnknownMethodError",
     "catalogue",
     "solve",
+    "solve_batch",
     "validate_options",
 ]

@@ -35,3 +35,25 @@ def solve(
     return run_stepper(
         spec.step_function(), system, scenario, typed, method=method, progress=progress
     )
+
+
+def solve_batch(
+    system: DAESystem, scenarios: list[Scenario], method: str, **options: Any
+) -> list[SolveResult]:
+    """``solve`` for several scenarios of one system with one method and option set, in order.
+
+    Where the method allows it the scenarios are integrated together, vectorized across them
+    (``solvers.trapezoid_batch``: the fixed-step trapezoid); otherwise, and for any member that
+    fails in the batch, one after the other with ``solve``: the results are the ones ``solve``
+    gives, to round-off. A batched member's ``solve_seconds`` and ``compile_seconds`` are its
+    share of the batch's."""
+    from solvers.trapezoid_batch import batchable, solve_trapezoid_batch
+
+    typed = get_method(method).options.model_validate(options)
+    results: list[SolveResult | None] = [None] * len(scenarios)
+    if len(scenarios) > 1 and batchable(system, method, typed):
+        results = solve_trapezoid_batch(system, scenarios, typed)
+    return [
+        result if result is not None else solve(system, scenario, method, **options)
+        for scenario, result in zip(scenarios, results, strict=True)
+    ]

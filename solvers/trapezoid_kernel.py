@@ -52,38 +52,72 @@ class StepOutcome:
     status: Any
 
 
-def _chord(residual, refactor, solve, w0, factors, factor_first, tol, max_iter):
-    """The chord (modified Newton) iteration of a step, shared by the dense and sparse steps:
-    ``factors`` (any pytree) are kept while the update contracts by RATE_LIMIT per iteration,
-    refreshed by ``refactor(w, factors)`` when it slows (restarting from ``w0``); a step that is
-    slow even with fresh factors fails. Returns (w, factors, iterations, factorizations,
-    status)."""
+def _chord(residual, refactor, solve, w0, factors, factor_first, tol, max_iter, done=False):
+    """The chord (modified Newton) iteration of a step, shared by the dense and sparse steps
+    and by the batched step (``solvers.trapezoid_batch``): ``factors`` (any pytree) are kept
+    while the update contracts by RATE_LIMIT per iteration, refreshed by ``refactor(w, factors)``
+    when it slows (restarting from ``w0``); a step that is slow even with fresh factors fails.
+    Returns (w, factors, iterations, factorizations, status).
+
+    On a batch (w of shape (B, n), the other per-problem values of shape (B,), ``done`` marking
+    members that take no step) the loop runs while any member runs, a refactorization is
+    computed when any member needs one and kept only by those, and members that finished keep
+    their values: each member follows exactly the iteration it would follow alone."""
+    batched = jnp.ndim(w0) > 1
+
+    def rows(mask, like):
+        return jnp.reshape(mask, jnp.shape(mask) + (1,) * (jnp.ndim(like) - jnp.ndim(mask)))
+
+    def keep_where(mask, new, old):
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(rows(mask, a), a, b), new, old)
 
     def cond(c):
-        return c[5] == RUNNING
+        return jnp.any(c[5] == RUNNING)
 
     def body(c):
         w, factors, it, it_fac, n_fac, status, fresh, need, prev = c
-        factors, n_fac = jax.lax.cond(
-            need, lambda w, f, n: (refactor(w, f), n + 1), lambda w, f, n: (f, n), w, factors, n_fac
-        )
+        running = status == RUNNING
+        need = need & running
+        if batched:
+            factors = jax.lax.cond(
+                jnp.any(need), lambda: keep_where(need, refactor(w, factors), factors),
+                lambda: factors,
+            )  # fmt: skip
+        else:
+            factors = jax.lax.cond(need, lambda: refactor(w, factors), lambda: factors)
+        n_fac = n_fac + need
         fresh = fresh | need
         it_fac = jnp.where(need, 0, it_fac)
         prev = jnp.where(need, jnp.inf, prev)
         dw = solve(factors, residual(w))
         w_new = w - dw
-        size = jnp.max(jnp.abs(dw)) / jnp.maximum(1.0, jnp.max(jnp.abs(w_new)))
+        size = jnp.max(jnp.abs(dw), axis=-1) / jnp.maximum(1.0, jnp.max(jnp.abs(w_new), axis=-1))
         finite = jnp.isfinite(size)
         converged = finite & (size <= tol)
         slow = ~finite | ((it_fac >= 1) & (size > RATE_LIMIT * prev)) | (it_fac + 1 >= max_iter)
         slow = slow & ~converged
-        status = jnp.where(converged, CONVERGED, jnp.where(slow & fresh, FAILED, RUNNING))
-        need = slow & ~fresh
+        new_status = jnp.where(converged, CONVERGED, jnp.where(slow & fresh, FAILED, RUNNING))
+        new_need = slow & ~fresh
         # a refactorization restarts from the predictor: the stale iterates may have drifted
-        w = jnp.where(need, w0, w_new)
-        return w, factors, it + 1, it_fac + 1, n_fac, status, fresh, need, size
+        w_next = jnp.where(rows(new_need, w), w0, w_new)
+        return (
+            jnp.where(rows(running, w), w_next, w),
+            factors,
+            it + running,
+            jnp.where(running, it_fac + 1, it_fac),
+            n_fac,
+            jnp.where(running, new_status, status),
+            fresh,
+            running & new_need,
+            jnp.where(running, size, prev),
+        )
 
-    init = (w0, factors, 0, 0, 0, RUNNING, False, factor_first, jnp.inf)
+    shape = jnp.shape(w0)[:-1]
+    zeros = jnp.zeros(shape, jnp.int32)
+    status = jnp.where(done, CONVERGED, RUNNING) + zeros
+    need = (factor_first & ~jnp.asarray(done)) | jnp.zeros(shape, bool)
+    fresh = jnp.zeros(shape, bool)
+    init = (w0, factors, zeros, zeros, zeros, status, fresh, need, jnp.full(shape, jnp.inf))
     w, factors, it, _, n_fac, status, *_ = jax.lax.while_loop(cond, body, init)
     return w, factors, it, n_fac, status
 

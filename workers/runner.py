@@ -341,13 +341,27 @@ def execute_run(
         return "internal-error"
 
 
-def _execute_claimed(
+@dataclass
+class Prepared:
+    """A claimed run ready to solve: its inputs, network system and scenario."""
+
+    claim: repo.Claim
+    inputs: repo.RunInputs
+    system: Any
+    scenario: Any
+    inputs_mark: float
+    """``time.perf_counter()`` when its inputs were read (its overhead starts there)."""
+
+
+def prepare_run(
     ctx: WorkerContext,
     claim: repo.Claim,
     phases: dict[str, float],
-    heartbeat: Heartbeat,
-    defer: list[Solved] | None = None,
-) -> str:
+    inputs: repo.RunInputs | None = None,
+) -> Prepared | str:
+    """Read a claimed run's inputs (unless given: read with others in one transaction) and build
+    its system and scenario; a cancelled campaign raises ``RunCancelled``; invalid inputs are
+    recorded as a failed run ("invalid-input")."""
     from models.disturbances import Disturbance
     from models.library import build_system
     from models.scenarios import make_scenario
@@ -358,8 +372,11 @@ def _execute_claimed(
         with ctx.db.read() as session:
             return repo.run_inputs(session=session, run_id=claim.run_id)
 
-    mark = inputs_mark = time.perf_counter()
-    inputs = with_db_retry(read_inputs, settings=ctx.settings, what=f"run {claim.run_id} inputs")
+    mark = time.perf_counter()
+    if inputs is None:
+        inputs = with_db_retry(
+            read_inputs, settings=ctx.settings, what=f"run {claim.run_id} inputs"
+        )
     if inputs.campaign_status == CampaignStatus.CANCELLED.value:
         raise RunCancelled(f"run {claim.run_id}: campaign cancelled")
     try:
@@ -386,14 +403,17 @@ def _execute_claimed(
             traceback=traceback.format_exc(),
         )
         return "invalid-input"
+    phases["build"] = time.perf_counter() - mark
+    return Prepared(claim, inputs, system, scenario, mark)
 
-    heartbeat.beat()  # lost while building? then stop here
-    start = time.perf_counter()
-    phases["build"] = start - mark
-    result = integrate(system, scenario, inputs.method, inputs.options, heartbeat)
-    call_seconds = time.perf_counter() - start  # build of kernels, compile/load and solve
+
+def solved_run(
+    prepared: Prepared, result: SolveResult, phases: dict[str, float], call_seconds: float
+) -> Solved:
+    """The solved run with its Zarr dataset, ready to publish (``commit``); ``call_seconds``:
+    this run's share of the method call (kernels, compile/load and solve)."""
+    claim, inputs = prepared.claim, prepared.inputs
     phases["solve"] = call_seconds
-
     dataset = result_dataset(
         result,
         attrs={
@@ -404,15 +424,34 @@ def _execute_claimed(
             "scenario": inputs.scenario_label,
         },
     )
-    solved = Solved(
+    return Solved(
         claim=claim,
         campaign_id=inputs.campaign_id,
         probe=inputs.clearing_time is not None,
         result=result,
         dataset=dataset,
-        before_seconds=phases["claim"] + time.perf_counter() - inputs_mark - call_seconds,
+        before_seconds=phases["claim"] + time.perf_counter() - prepared.inputs_mark - call_seconds,
         phases=phases,
     )
+
+
+def _execute_claimed(
+    ctx: WorkerContext,
+    claim: repo.Claim,
+    phases: dict[str, float],
+    heartbeat: Heartbeat,
+    defer: list[Solved] | None = None,
+) -> str:
+    prepared = prepare_run(ctx, claim, phases)
+    if isinstance(prepared, str):
+        return prepared
+    heartbeat.beat()  # lost while building? then stop here
+    start = time.perf_counter()
+    result = integrate(
+        prepared.system, prepared.scenario, prepared.inputs.method, prepared.inputs.options,
+        heartbeat,
+    )  # fmt: skip
+    solved = solved_run(prepared, result, phases, time.perf_counter() - start)
     if defer is not None:  # a batch publishes its runs together (``commit``)
         defer.append(solved)
         return "solved"
@@ -427,7 +466,9 @@ def execute_batch(
     time_limit_errors: tuple[type[BaseException], ...] = (),
     phases: list[dict[str, float]] | None = None,
 ) -> list[str]:
-    """Run a batch message's runs one after the other, publishing the solved ones together:
+    """Run a batch message's runs, publishing the solved ones together. Runs of a method that
+    solves several scenarios at once go through ``workers.vectorized``; the others run one
+    after the other, published together:
     one Zarr block and one SQL transaction for up to ``result_block_max`` runs, so the write's
     fixed cost is shared. A run is held unpublished for at most ``result_flush_seconds``
     (and well inside its lease): before the next run starts, the held runs are published when
@@ -435,6 +476,13 @@ def execute_batch(
     recomputes at most that much finished work, and each run still ends complete in Zarr and
     SQL or is retried (``commit``). ``phases`` receives each run's phase seconds."""
     ctx = ctx or worker_context()
+    from workers.vectorized import execute_together, vector_config
+
+    if vector_config(ctx, run_ids) is not None:  # solved together, vectorized across runs
+        outcomes = execute_together(
+            run_ids, worker=worker, ctx=ctx, time_limit_errors=time_limit_errors, phases=phases
+        )
+        return [outcomes[run_id] for run_id in run_ids]
     settings = ctx.settings
     bound = min(settings.result_flush_seconds,
                 (settings.lease_seconds - settings.heartbeat_seconds) / 2)  # fmt: skip

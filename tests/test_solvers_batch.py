@@ -1,0 +1,108 @@
+"""Scenarios solved together (``solve_batch``): the batched trapezoid gives each member the
+result ``solve`` gives it alone, to round-off, with the same work counters, whatever the
+members' event times; a member that fails in the batch gets ``solve``'s failure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import TypeAdapter
+
+from models.disturbances import Disturbance
+from models.library import build_system
+from models.scenarios import make_scenario
+from solvers import RunStatus, solve, solve_batch
+from solvers.trapezoid_batch import batchable, solve_trapezoid_batch
+
+DT = 2e-3
+
+
+def scenario(system, disturbance: dict, seed: int, t_end: float = 0.4, n_eval: int = 41):
+    parsed = TypeAdapter(Disturbance).validate_python(disturbance)
+    return make_scenario(
+        system, parsed, t_end=t_end, ic_seed=seed, ic_spread=0.2, n_eval=n_eval, label=f"s{seed}"
+    )
+
+
+def assert_same(batched, alone) -> None:
+    assert batched.status is alone.status is RunStatus.SUCCEEDED
+    np.testing.assert_allclose(batched.t, alone.t, rtol=0, atol=1e-12)
+    for name in ("x", "z", "x_eval", "z_eval", "y_eval"):
+        np.testing.assert_allclose(getattr(batched, name), getattr(alone, name), atol=1e-11)
+    for counter in ("accepted", "newton_iterations", "lu_factorizations", "rhs_evaluations"):
+        assert getattr(batched.stats, counter) == getattr(alone.stats, counter), counter
+    assert batched.events == alone.events
+
+
+def test_members_with_different_events_match_their_solo_solves() -> None:
+    system = build_system("wscc9")
+    scenarios = [
+        scenario(system, {"kind": "bus_fault", "bus": "bus7", "t_fault": 0.05, "t_clear": 0.1}, 0),
+        scenario(system, {"kind": "bus_fault", "bus": "bus5", "t_fault": 0.1, "t_clear": 0.17}, 1),
+        scenario(system, {"kind": "branch_trip", "branch": "br_6_7", "t": 0.0731}, 2, n_eval=17),
+        scenario(system, {"kind": "none"}, 3, t_end=0.3),
+        scenario(system, {"kind": "load_step", "bus": "bus9", "t": 0.2, "scale": 1.2}, 4),
+    ]
+    batched = solve_batch(system, scenarios, "trapezoid", dt=DT)
+    assert batched[0].stats.compile_seconds + batched[0].stats.load_seconds >= 0.0
+    for member, sc in zip(batched, scenarios, strict=True):
+        assert_same(member, solve(system, sc, "trapezoid", dt=DT))
+    # the members share the batch's solve time
+    assert all(m.stats.solve_seconds > 0 for m in batched)
+
+
+def test_a_member_failing_in_the_batch_gets_the_solo_failure() -> None:
+    """Newton capped at 2 iterations: the faulted member's step cannot converge, so it fails
+    in the batch (None) and ``solve_batch`` reports what ``solve`` reports; the quiet member is
+    unaffected."""
+    system = build_system("wscc9")
+    quiet = scenario(system, {"kind": "none"}, 0, t_end=0.2)
+    faulted = scenario(system, {"kind": "bus_fault", "bus": "bus7", "t_fault": 0.05,
+                                "t_clear": 0.1}, 1, t_end=0.2)  # fmt: skip
+    options = {"dt": 0.05, "max_newton": 2, "newton_tol": 1e-13}
+    from solvers.catalogue import TrapezoidOptions
+
+    raw = solve_trapezoid_batch(system, [quiet, faulted], TrapezoidOptions(**options))
+    alone = [solve(system, sc, "trapezoid", **options) for sc in (quiet, faulted)]
+    batched = solve_batch(system, [quiet, faulted], "trapezoid", **options)
+    for member, single, direct in zip(batched, alone, raw, strict=True):
+        assert member.status is single.status
+        assert member.message == single.message
+        assert (direct is None) == (single.status is RunStatus.FAILED)
+    assert alone[1].status is RunStatus.FAILED, "the test needs a failing member"
+
+
+def test_what_is_not_batched_runs_alone() -> None:
+    system = build_system("wscc9")
+    scenarios = [scenario(system, {"kind": "none"}, k, t_end=0.1) for k in range(2)]
+    from solvers.catalogue import TrapezoidOptions
+
+    assert batchable(system, "trapezoid", TrapezoidOptions())
+    assert not batchable(system, "trapezoid", TrapezoidOptions(linear_solver="sparse"))
+    assert not batchable(system, "radau", TrapezoidOptions())
+    results = solve_batch(system, scenarios, "radau", rtol=1e-6)
+    for member, sc in zip(results, scenarios, strict=True):
+        alone = solve(system, sc, "radau", rtol=1e-6)
+        np.testing.assert_array_equal(member.x_eval, alone.x_eval)
+
+
+@pytest.mark.slow
+def test_ieee39_batch_matches_solo() -> None:
+    """A larger network (201 unknowns, sparse KLU when alone, dense in the batch)."""
+    system = build_system("ieee39")
+    scenarios = [
+        scenario(
+            system,
+            {"kind": "bus_fault", "bus": bus, "t_fault": 0.05, "t_clear": 0.1},
+            k,
+            t_end=0.25,
+        )  # fmt: skip
+        for k, bus in enumerate(["bus16", "bus4", "bus29"])
+    ]
+    batched = solve_batch(system, scenarios, "trapezoid", dt=DT)
+    for member, sc in zip(batched, scenarios, strict=True):
+        alone = solve(system, sc, "trapezoid", dt=DT)
+        assert member.status is alone.status is RunStatus.SUCCEEDED
+        for name in ("x", "x_eval", "z_eval", "y_eval"):
+            np.testing.assert_allclose(getattr(member, name), getattr(alone, name), atol=1e-9)
+        assert member.stats.accepted == alone.stats.accepted

@@ -1,0 +1,240 @@
+"""A batch message's runs solved together, vectorized across them (``solvers.solve_batch``).
+
+A batch carries runs of one configuration (``raptorgrid.batching``); when its method can be
+solved as a batch (``solvers.trapezoid_batch.batchable``) the worker claims the runs, builds
+them, solves them in one call and publishes them together (``workers.runner.commit``: one Zarr
+block, one SQL transaction). The guarantees are the one-at-a-time path's: each run is claimed
+with its own lease and attempt count; the leases are renewed together from a thread while the
+batch solves (``GroupLease``); only runs whose lease is still held are published, a run whose
+campaign was cancelled meanwhile is recorded as cancelled, and a crash before the commit leaves
+every run to its lease (requeued, recomputed; nothing half written). A run that fails inside
+the batch is solved again alone (``solve_batch``), so its failure is the one ``solve`` gives.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from typing import Any
+
+from raptorgrid import repository as repo
+from raptorgrid.tables import utcnow
+
+from workers.runner import (
+    TRANSIENT_ERRORS,
+    Prepared,
+    RunCancelled,
+    RunTimeLimit,
+    WorkerContext,
+    _finish,
+    commit,
+    prepare_run,
+    solved_run,
+    with_db_retry,
+)
+
+log = logging.getLogger(__name__)
+
+
+def vector_config(ctx: WorkerContext, run_ids: list[int]) -> tuple[str, str] | None:
+    """(network, method) when every run of the batch shares network, method and options and
+    the method solves them as a batch here; else None (the runs go one after the other)."""
+    if len(run_ids) < 2:
+        return None
+    from models.library import build_system
+    from solvers.catalogue import validate_options
+    from solvers.trapezoid_batch import batchable
+
+    def read() -> list[repo.RunInputs]:
+        with ctx.db.read() as session:
+            return [repo.run_inputs(session=session, run_id=r) for r in run_ids]
+
+    try:
+        inputs = with_db_retry(read, settings=ctx.settings, what="batch inputs")
+        first = inputs[0]
+        same = all(
+            (i.network, i.method, i.options) == (first.network, first.method, first.options)
+            for i in inputs
+        )
+        if not same:
+            return None
+        system = build_system(first.network)
+        options = validate_options(first.method, first.options)
+    except TRANSIENT_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - bad inputs are recorded run by run on the other path
+        return None
+    return (first.network, first.method) if batchable(system, first.method, options) else None
+
+
+class GroupLease:
+    """Keeps the leases of several claimed runs while they solve together: a thread renews
+    them all in one transaction whenever ``heartbeat_seconds`` passed; ``states`` holds the
+    latest state of each run (held, lost, cancelled)."""
+
+    def __init__(self, ctx: WorkerContext, claims: list[repo.Claim]) -> None:
+        self.ctx, self.claims = ctx, list(claims)
+        self.states: dict[int, repo.LeaseState] = {c.run_id: repo.LeaseState.HELD for c in claims}
+        self.last = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> GroupLease:
+        self._thread = threading.Thread(target=self._keep, name="lease-group", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.ctx.settings.heartbeat_seconds + 10)
+
+    def renew(self) -> dict[int, repo.LeaseState]:
+        """Renew every lease still held (one transaction); returns the states."""
+        with self._lock:
+            held = [c for c in self.claims if self.states[c.run_id] is repo.LeaseState.HELD]
+            with self.ctx.db.write() as session:
+                for c in held:
+                    self.states[c.run_id] = repo.renew_lease(
+                        session=session,
+                        run_id=c.run_id,
+                        attempt=c.attempt,
+                        now=utcnow(),
+                        lease_seconds=self.ctx.settings.lease_seconds,
+                    )
+            self.last = time.monotonic()
+            return dict(self.states)
+
+    def _keep(self) -> None:
+        period = self.ctx.settings.heartbeat_seconds
+        while not self._stop.wait(period / 2):
+            if time.monotonic() - self.last < period:
+                continue
+            try:
+                self.renew()
+            except Exception as exc:  # noqa: BLE001 - the commit's own lease check reports it
+                log.warning("batch lease renewal from the heartbeat thread failed: %s", exc)
+
+
+def execute_together(
+    run_ids: list[int],
+    *,
+    worker: str,
+    ctx: WorkerContext,
+    time_limit_errors: tuple[type[BaseException], ...] = (),
+    phases: list[dict[str, float]] | None = None,
+) -> dict[int, str]:
+    """Claim, build, solve together and publish ``run_ids`` (one configuration); returns each
+    run's outcome in a word (as ``execute_run``)."""
+    from solvers.status import FailureReason, RunStatus
+
+    outcomes: dict[int, str] = {}
+    records = {run_id: {} for run_id in run_ids}
+    started = time.perf_counter()
+
+    def claim_all() -> list[repo.Claim | None]:
+        with ctx.db.write() as session:  # one transaction for the batch
+            return [
+                repo.claim_run(
+                    session=session,
+                    run_id=run_id,
+                    worker=worker,
+                    now=utcnow(),
+                    lease_seconds=ctx.settings.lease_seconds,
+                    max_attempts=ctx.settings.max_attempts,
+                )
+                for run_id in run_ids
+            ]
+
+    claimed = with_db_retry(claim_all, settings=ctx.settings, what=f"batch {run_ids} claims")
+    claims = [c for c in claimed if c is not None]
+    share = (time.perf_counter() - started) / len(run_ids)
+    for run_id, claim in zip(run_ids, claimed, strict=True):
+        records[run_id]["claim"] = share
+        if claim is None:
+            outcomes[run_id] = "skipped"
+    if not claims:
+        return outcomes
+
+    def read_inputs() -> dict[int, repo.RunInputs]:
+        with ctx.db.read() as session:
+            return {c.run_id: repo.run_inputs(session=session, run_id=c.run_id) for c in claims}
+
+    def finish_all(pending: list[repo.Claim], status, reason: FailureReason, message: str,
+                   **fields: Any) -> None:  # fmt: skip
+        for claim in pending:
+            _finish(ctx, claim, status, reason=reason.value, message=message, **fields)
+            outcomes[claim.run_id] = reason.value.replace("_", "-")
+
+    prepared: list[Prepared] = []
+    pending = list(claims)
+    try:
+        with GroupLease(ctx, claims) as lease:
+            inputs = with_db_retry(read_inputs, settings=ctx.settings, what="batch inputs")
+            for claim in claims:
+                try:
+                    ready = prepare_run(ctx, claim, records[claim.run_id], inputs[claim.run_id])
+                except RunCancelled:
+                    finish_all([claim], RunStatus.CANCELLED, FailureReason.CANCELLED,
+                               FailureReason.CANCELLED.advice)  # fmt: skip
+                    pending.remove(claim)
+                    continue
+                if isinstance(ready, str):
+                    outcomes[claim.run_id] = ready
+                    pending.remove(claim)
+                else:
+                    prepared.append(ready)
+            solved = _solve(ctx, lease, prepared, records, finish_all) if prepared else []
+        for p in prepared:
+            pending.remove(p.claim)
+        block = max(1, ctx.settings.result_block_max)
+        for i in range(0, len(solved), block):
+            part = solved[i : i + block]
+            for s, outcome in zip(part, commit(ctx, part), strict=True):
+                outcomes[s.claim.run_id] = outcome
+        for claim in claims:  # lost while solving: left to the attempt that owns it now
+            outcomes.setdefault(claim.run_id, "lease-lost")
+    except (RunTimeLimit, *time_limit_errors):
+        limit = ctx.settings.soft_time_limit
+        finish_all(pending, RunStatus.FAILED, FailureReason.TIME_LIMIT,
+                   f"stopped at the soft time limit ({limit:g} s): "
+                   f"{FailureReason.TIME_LIMIT.advice}")  # fmt: skip
+    except TRANSIENT_ERRORS:
+        log.exception("batch %s: database unavailable; the runs are left to their leases", run_ids)
+        raise
+    except Exception as exc:  # recorded on every run still pending, with the traceback
+        log.exception("batch %s: unexpected error", run_ids)
+        finish_all(pending, RunStatus.FAILED, FailureReason.INTERNAL_ERROR,
+                   f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())  # fmt: skip
+    if phases is not None:
+        phases.extend(records[run_id] for run_id in run_ids)
+    return outcomes
+
+
+def _solve(ctx: WorkerContext, lease: GroupLease, prepared: list[Prepared], records, finish_all):
+    """Solve the prepared runs together; the ones whose lease is still held and whose campaign
+    is not cancelled come back solved, ready to publish."""
+    from solvers import solve_batch
+    from solvers.status import FailureReason, RunStatus
+
+    first = prepared[0].inputs
+    start = time.perf_counter()
+    results = solve_batch(
+        prepared[0].system, [p.scenario for p in prepared], first.method, **first.options
+    )
+    share = (time.perf_counter() - start) / len(prepared)
+    states = with_db_retry(lease.renew, settings=ctx.settings, what="batch lease check")
+    solved = []
+    for p, result in zip(prepared, results, strict=True):
+        run_id = p.claim.run_id
+        if states[run_id] is repo.LeaseState.CANCELLED:
+            finish_all([p.claim], RunStatus.CANCELLED, FailureReason.CANCELLED,
+                       FailureReason.CANCELLED.advice)  # fmt: skip
+        elif states[run_id] is repo.LeaseState.LOST:
+            log.warning("run %d: lease lost while solving; leaving the run to it", run_id)
+        else:
+            solved.append(solved_run(p, result, records[run_id], share))
+    return solved
