@@ -8,7 +8,7 @@ from typing import Any
 from models.dae import DAESystem, Scenario
 from solvers.catalogue import get_method
 from solvers.result import SolveResult
-from solvers.stepping import run_stepper
+from solvers.stepping import StopRule, run_stepper
 
 ProgressCallback = Callable[[float], None]
 """Called with the simulated time after each accepted advance; it may raise to stop the run
@@ -21,6 +21,7 @@ def solve(
     method: str,
     *,
     progress: ProgressCallback | None = None,
+    until: StopRule | None = None,
     **options: Any,
 ) -> SolveResult:
     """Integrate ``scenario`` on ``system`` with ``method`` (a key of ``solvers.METHODS``).
@@ -29,12 +30,14 @@ def solve(
     ``UnknownMethodError`` listing the valid ones, a bad option raises pydantic's
     ``ValidationError`` naming the field. A numerical failure is *not* an exception: it is a
     result with ``status == RunStatus.FAILED``, a ``reason`` and a message saying what to try.
+    ``until`` (``solvers.stepping.StopRule``) may end a run early once the caller knows enough.
     """
     spec = get_method(method)
     typed = spec.options.model_validate(options)
     return run_stepper(
-        spec.step_function(), system, scenario, typed, method=method, progress=progress
-    )
+        spec.step_function(), system, scenario, typed, method=method, progress=progress,
+        until=until,
+    )  # fmt: skip
 
 
 def solve_batch(

@@ -44,6 +44,12 @@ class StepFailure(Exception):
         self.reason, self.detail, self.t = reason, detail, t
 
 
+StopRule = Callable[[Advance], "str | None"]
+"""Called with every accepted advance; a reason (not None) ends the run there: it succeeds,
+the reason is its message and a warning, and the samples after that time stay NaN (e.g. a
+CCT probe once its verdict cannot change)."""
+
+
 class Stepper(Protocol):
     def __call__(
         self,
@@ -88,10 +94,17 @@ class StepRun:
     ``SolveResult`` (failed with its reason if a numerical failure stopped it)."""
 
     def __init__(
-        self, stepper: Stepper, system: DAESystem, scenario: Scenario, options: Any, *, method: str
+        self,
+        stepper: Stepper,
+        system: DAESystem,
+        scenario: Scenario,
+        options: Any,
+        *,
+        method: str,
+        until: StopRule | None = None,
     ) -> None:
         self.stepper, self.system, self.scenario = stepper, system, scenario
-        self.options, self.method = options, method
+        self.options, self.method, self.until = options, method, until
         self.stats = Stats()
         self.builder = TrajectoryBuilder(system, scenario, scenario.evaluation_grid())
         self._result: SolveResult | None = None
@@ -105,10 +118,16 @@ class StepRun:
     def __iter__(self) -> Iterator[Advance]:
         start = time.perf_counter()
         status, reason, message = RunStatus.SUCCEEDED, None, ""
+        steps = self.stepper(self.system, self.scenario, self.options, self.stats, self.builder)
         try:
-            yield from self.stepper(
-                self.system, self.scenario, self.options, self.stats, self.builder
-            )
+            for advance in steps:
+                yield advance
+                stop = self.until(advance) if self.until is not None else None
+                if stop is not None:
+                    steps.close()
+                    message = f"stopped at t = {advance.t:.6g} s: {stop}"
+                    self.builder.warnings.append(message)
+                    break
         except StepFailure as failure:
             status, reason = RunStatus.FAILED, failure.reason
             message = failure_message(failure.reason, failure.detail, failure.t)
@@ -141,9 +160,11 @@ def run_stepper(
     *,
     method: str,
     progress: Callable[[float], None] | None = None,
+    until: StopRule | None = None,
 ) -> SolveResult:
-    """Run ``stepper`` to the end, calling ``progress`` after each advance; return the result."""
-    run = StepRun(stepper, system, scenario, options, method=method)
+    """Run ``stepper`` to the end (or until ``until`` gives a reason), calling ``progress``
+    after each advance; return the result."""
+    run = StepRun(stepper, system, scenario, options, method=method, until=until)
     for advance in run:
         if progress is not None:
             progress(advance.t)

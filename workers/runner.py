@@ -120,12 +120,18 @@ def worker_context() -> WorkerContext:
     return WorkerContext(settings=settings, db=Database.from_settings(settings))
 
 
-def integrate(system, scenario, method: str, options: dict, heartbeat: Heartbeat) -> SolveResult:
+def integrate(
+    system, scenario, method: str, options: dict, heartbeat: Heartbeat, *, probe: bool = False
+) -> SolveResult:
     """Solve, reporting every accepted advance to ``heartbeat`` (the one driver of every
-    method, ``solvers.stepping``, through ``solve``'s progress hook)."""
+    method, ``solvers.stepping``, through ``solve``'s progress hook). A CCT ``probe`` stops
+    once its verdict is known to be unstable (``scoring.indicators.angle_limit_rule``)."""
+    from raptorgrid.scoring.indicators import angle_limit_rule
+
     from solvers import solve
 
-    return solve(system, scenario, method, progress=heartbeat, **options)
+    until = angle_limit_rule(system.state_names) if probe else None
+    return solve(system, scenario, method, progress=heartbeat, until=until, **options)
 
 
 class Heartbeat:
@@ -449,7 +455,7 @@ def _execute_claimed(
     start = time.perf_counter()
     result = integrate(
         prepared.system, prepared.scenario, prepared.inputs.method, prepared.inputs.options,
-        heartbeat,
+        heartbeat, probe=prepared.inputs.clearing_time is not None,
     )  # fmt: skip
     solved = solved_run(prepared, result, phases, time.perf_counter() - start)
     if defer is not None:  # a batch publishes its runs together (``commit``)

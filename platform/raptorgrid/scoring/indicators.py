@@ -37,6 +37,29 @@ SEVERITY_DEFINITION = (
 )
 
 
+def angle_limit_rule(state_names: tuple[str, ...]) -> Any:
+    """A stop rule for a CCT probe (``solvers.stepping.StopRule``): once two machines' rotor
+    angles (the ``delta[...]`` states, rad) are more than ANGLE_LIMIT_DEG apart at an accepted
+    advance, the verdict is unstable whatever follows (TSI takes the largest separation over
+    the horizon), so the rest of the horizon need not be integrated. None without two angles."""
+    idx = np.array([i for i, n in enumerate(state_names) if n.startswith("delta[")], dtype=int)
+    if idx.size < 2:
+        return None
+    limit = np.radians(ANGLE_LIMIT_DEG)
+
+    def rule(advance: Any) -> str | None:
+        angles = np.asarray(advance.x)[idx]
+        spread = float(np.max(angles) - np.min(angles))
+        if not spread > limit:
+            return None
+        return (
+            f"rotor-angle separation {np.degrees(spread):.1f} deg > {ANGLE_LIMIT_DEG:g} deg: "
+            "unstable whatever follows (a CCT probe stops here)"
+        )
+
+    return rule
+
+
 def tsi(severity: float) -> float:
     """The transient stability index from the severity (delta_max / 360 deg)."""
     return 100.0 * (1.0 - severity) / (1.0 + severity)
