@@ -37,40 +37,75 @@ class NoDisturbance(_Disturbance):
         return ()
 
 
-class BusFault(_Disturbance):
-    """Three-phase fault at ``bus`` through impedance ``r + jx`` (pu on the system base),
-    applied at ``t_fault`` and cleared (the shunt removed) at ``t_clear``."""
+class _Fault(_Disturbance):
+    """A three-phase fault through ``r + jx`` (pu on the system base), applied at ``t_fault``
+    and cleared at ``t_clear`` (s)."""
 
-    kind: Literal["bus_fault"] = "bus_fault"
-    bus: str
     t_fault: float = Field(0.1, ge=0.0, le=3600.0)
     t_clear: float = Field(0.2, ge=0.0, le=3600.0)
     r: float = Field(0.0, ge=0.0, le=1e3)
     x: float = Field(0.001, ge=0.0, le=1e3)
 
     @model_validator(mode="after")
-    def _check(self) -> BusFault:
+    def _check(self) -> _Fault:
         if self.t_clear <= self.t_fault:
             raise ValueError("t_clear must be later than t_fault")
         if self.r == 0.0 and self.x == 0.0:
             raise ValueError("a bolted fault (r = x = 0) is singular: give x > 0, e.g. 1e-3 pu")
         return self
 
-    def events(self, system: DAESystem) -> tuple[Event, ...]:
-        i = system.index_of("bus", self.bus)
-        y = 1.0 / complex(self.r, self.x)
-        on = (
-            ParameterChange("fault_g", y.real, i),
-            ParameterChange("fault_b", y.imag, i),
-        )
-        off = (ParameterChange("fault_g", 0.0, i), ParameterChange("fault_b", 0.0, i))
-        return (
-            Event(self.t_fault, on, f"fault on bus {self.bus}"),
-            Event(self.t_clear, off, f"fault on bus {self.bus} cleared"),
-        )
+    def shunt(self, bus: int, on: bool) -> tuple[ParameterChange, ...]:
+        """The fault's shunt admittance at bus index ``bus`` (``on``) or its removal."""
+        y = 1.0 / complex(self.r, self.x) if on else 0j
+        return (ParameterChange("fault_g", y.real, bus), ParameterChange("fault_b", y.imag, bus))
 
     def last_time(self) -> float:
         return self.t_clear
+
+
+class BusFault(_Fault):
+    """Three-phase fault at ``bus``, cleared (the shunt removed) at ``t_clear``."""
+
+    kind: Literal["bus_fault"] = "bus_fault"
+    bus: str
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        i = system.index_of("bus", self.bus)
+        return (
+            Event(self.t_fault, self.shunt(i, True), f"fault on bus {self.bus}"),
+            Event(self.t_clear, self.shunt(i, False), f"fault on bus {self.bus} cleared"),
+        )
+
+
+class LineFault(_Fault):
+    """A three-phase fault on ``branch`` next to its ``end`` (``from`` or ``to``) bus, cleared at
+    ``t_clear`` by tripping the branch: the protection opens the line at both ends and the fault
+    leaves with it. The close-in fault is modelled at the end bus itself (the usual planning
+    approximation of a fault near a line end: the faulted section's impedance is neglected)."""
+
+    kind: Literal["line_fault"] = "line_fault"
+    branch: str
+    end: Literal["from", "to"] = "from"
+
+    def events(self, system: DAESystem) -> tuple[Event, ...]:
+        k = system.index_of("branch", self.branch)
+        ends = system.info.get("branch_from"), system.info.get("branch_to")
+        if ends[0] is None or ends[1] is None:
+            raise KeyError(
+                f"system {system.name!r} does not record which buses its branches connect: "
+                "a line_fault needs them; use a bus_fault and a branch_trip instead"
+            )
+        bus = int(ends[0][k] if self.end == "from" else ends[1][k])
+        name = system.names["bus"][bus]
+        trip = (ParameterChange("branch_status", 0.0, k),)
+        return (
+            Event(self.t_fault, self.shunt(bus, True), f"fault on {self.branch} at bus {name}"),
+            Event(
+                self.t_clear,
+                self.shunt(bus, False) + trip,
+                f"fault on {self.branch} cleared: {self.branch} tripped",
+            ),
+        )
 
 
 class BranchTrip(_Disturbance):
@@ -340,6 +375,7 @@ class StateOffset(_Disturbance):
 _SINGLE_KINDS = (
     NoDisturbance
     | BusFault
+    | LineFault
     | BranchTrip
     | LoadStep
     | GeneratorTrip
@@ -377,6 +413,7 @@ Disturbance = Annotated[_SINGLE_KINDS | DisturbanceSequence, Field(discriminator
 DISTURBANCE_KINDS = (
     "none",
     "bus_fault",
+    "line_fault",
     "branch_trip",
     "load_step",
     "generator_trip",

@@ -34,7 +34,7 @@ def test_a_cct_spec_is_checked(sqlite_settings) -> None:
         return str(caught.value.errors)
 
     assert "reference" in errors(reference={})
-    assert "bus faults, not branch_trip" in errors(
+    assert "(bus_fault, line_fault), not branch_trip" in errors(
         disturbances=[{"kind": "branch_trip", "branch": "br_5_6", "t": 0.1}]
     )
     assert "t_end must be at least" in errors(t_end=1.2)
@@ -42,17 +42,19 @@ def test_a_cct_spec_is_checked(sqlite_settings) -> None:
     assert [r.clearing_time for r in plan.runs] == [0.5]  # the first probe: the longest
 
 
-def stable_at(duration: float) -> bool:
+def stable_at(duration: float, fault: dict = FAULT) -> bool:
     """The verdict of one solve with the fault cleared after ``duration`` (no platform)."""
+    from pydantic import TypeAdapter
     from raptorgrid.scoring.indicators import stability_indicators
 
-    from models.disturbances import BusFault
+    from models.disturbances import Disturbance
     from models.library import build_system
     from models.scenarios import make_scenario
     from solvers import solve
 
     system = build_system("wscc9")
-    fault = BusFault(**{**FAULT, "t_clear": FAULT["t_fault"] + duration})
+    cleared = {**fault, "t_clear": fault["t_fault"] + duration}
+    fault = TypeAdapter(Disturbance).validate_python(cleared)
     scenario = make_scenario(system, fault, t_end=SPEC["t_end"], n_eval=SPEC["n_eval"])
     result = solve(system, scenario, "radau", rtol=1e-6)
     return stability_indicators(result_dataset(result)).stable
@@ -148,3 +150,45 @@ def test_a_probe_whose_state_ran_away_is_unstable_other_failures_end_the_search(
     assert (ran_away["status"], ran_away["hi_s"], ran_away["probes"]) == ("running", 0.5, 1)
     assert broke["status"] == "failed" and "newton_failed" in broke["message"]
     assert n_runs == 3  # the next probe counts in the campaign
+
+
+def run_search(sqlite_settings, sqlite_db, spec_dict: dict) -> list[dict]:
+    """Create the CCT campaign and play the worker's rounds until no probe is queued."""
+    spec = CampaignCreate.model_validate(spec_dict)
+    with sqlite_db.write() as session:
+        campaign, _ = repo.create_campaign(
+            session=session, spec=spec, expansion=expand(spec, settings=sqlite_settings),
+            now=utcnow(),
+        )  # fmt: skip
+    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
+    while True:
+        with sqlite_db.read() as session:
+            queued = list(session.scalars(
+                select(Run.id).where(Run.campaign_id == campaign.id, Run.status == "queued")
+            ))  # fmt: skip
+        if not queued:
+            break
+        execute_batch(queued, worker="t", ctx=context)
+    with sqlite_db.read() as session:
+        return cct_table(session=session, campaign_id=campaign.id)
+
+
+def test_a_fault_near_a_line_end_cleared_by_tripping_the_line(sqlite_settings, sqlite_db) -> None:
+    """The line-end fault's search brackets a boundary that direct solves confirm, and the
+    trip leaves a weaker network, so its CCT is at most the same bus fault's."""
+    line = {"kind": "line_fault", "branch": "br_6_7", "end": "to", "t_fault": 0.1,
+            "t_clear": 0.2, "x": 0.001}  # fmt: skip
+    rows = run_search(sqlite_settings, sqlite_db, {**SPEC, "disturbances": [FAULT, line]})
+    by_kind = {r["scenario"].split(":")[0]: r for r in rows}
+    assert by_kind.keys() == {"bus_fault", "line_fault"}
+    assert all(r["status"] == "done" for r in rows), rows
+    cut = by_kind["line_fault"]
+    assert cut["scenario"] == "line_fault:br_6_7:to end#0"
+    assert cut["cct_s"] <= by_kind["bus_fault"]["cct_s"] + 1e-12
+    assert stable_at(cut["cct_s"], line) and not stable_at(cut["hi_s"], line)
+    # generated: a line fault at both ends of every branch, each its own scenario
+    spec = CampaignCreate.model_validate(
+        {**SPEC, "disturbances": [], "generate": [{"kind": "line_faults", "end": "both"}]}
+    )
+    labels = [s.label for s in expand(spec, settings=sqlite_settings).scenarios]
+    assert len(labels) == len(set(labels)) == 18

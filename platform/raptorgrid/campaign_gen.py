@@ -71,6 +71,38 @@ class BusFaults(_Generator):
         ]
 
 
+class LineFaults(_Generator):
+    """A fault next to an end of every branch, cleared after ``clearing_time`` seconds by
+    tripping that branch (``line_fault``): ``end`` ``from``, ``to`` or ``both`` (two scenarios
+    per branch)."""
+
+    kind: Literal["line_faults"] = "line_faults"
+    t_fault: float = Field(0.1, ge=0.0, le=3600.0)
+    clearing_time: float = Field(0.1, gt=0.0, le=10.0)
+    end: Literal["from", "to", "both"] = "from"
+    r: float = Field(0.0, ge=0.0, le=1e3)
+    x: float = Field(0.001, ge=0.0, le=1e3)
+    exclude: list[str] = Field(default_factory=list, description="branch names to skip")
+
+    @model_validator(mode="after")
+    def _not_bolted(self) -> LineFaults:
+        if self.r == 0.0 and self.x == 0.0:
+            raise ValueError("a bolted fault (r = x = 0) is singular: give x > 0, e.g. 1e-3 pu")
+        return self
+
+    def disturbances(self, system: DAESystem) -> list[Any]:
+        t_clear = self.t_fault + self.clearing_time
+        ends = ("from", "to") if self.end == "both" else (self.end,)
+        return [
+            dist.LineFault(
+                branch=b, end=e, t_fault=self.t_fault, t_clear=t_clear, r=self.r, x=self.x
+            )  # fmt: skip
+            for b in system.names.get("branch", ())
+            if b not in self.exclude
+            for e in ends
+        ]
+
+
 class GeneratorTrips(_Generator):
     """Every generator tripped at ``t``, when the models provide ``generator_trip``."""
 
@@ -97,6 +129,7 @@ class SetpointSequence(_Generator):
 
 
 DisturbanceGenerator = Annotated[
-    BranchTrips | BusFaults | GeneratorTrips | SetpointSequence, Field(discriminator="kind")
+    BranchTrips | BusFaults | LineFaults | GeneratorTrips | SetpointSequence,
+    Field(discriminator="kind"),
 ]
 """Any generator, told apart by its ``kind`` field."""

@@ -47,6 +47,8 @@ Loc = tuple[str | int, ...]
 MAX_CAMPAIGN_SAMPLES = 200_000_000
 """Largest runs x n_eval of one campaign (each sample is a row of every state and output)."""
 
+CCT_KINDS = ("bus_fault", "line_fault")
+"""Disturbances whose clearing time a CCT campaign searches (each probe moves ``t_clear``)."""
 ELEMENT_FIELDS = ("bus", "branch", "generator", "load", "source", "input", "state")
 """Fields of a disturbance that name a network element (checked against the built network)."""
 
@@ -287,6 +289,8 @@ def _disturbance_label(disturbance: Any) -> str:
     if getattr(disturbance, "steps", None):
         return "+".join(_disturbance_label(step) for step in disturbance.steps)
     fields = [getattr(disturbance, f, None) for f in ELEMENT_FIELDS]
+    if disturbance.kind == "line_fault":  # which end of the branch is faulted
+        fields.append(f"{disturbance.end} end")
     return ":".join([disturbance.kind, *(str(v) for v in fields if v is not None)])
 
 
@@ -375,9 +379,12 @@ def _cct_errors(spec: CampaignCreate, disturbances: list[Any]) -> list[tuple[Loc
         errors.append((("reference",), "a CCT campaign has no reference: each probe is judged "
                        "by its own stability verdict"))  # fmt: skip
     for i, d in enumerate(disturbances):
-        if d.kind != "bus_fault":
+        if d.kind not in CCT_KINDS:
             where = ("disturbances", i) if i < len(spec.disturbances) else ("generate",)
-            message = f"a CCT campaign searches the clearing time of bus faults, not {d.kind}"
+            message = (
+                "a CCT campaign searches the clearing time of bus faults and line faults "
+                f"(bus_fault, line_fault), not {d.kind}"
+            )
             errors.append(((*where, "kind"), message))
             break
         need = d.t_fault + cct.max_clearing + cct.window
