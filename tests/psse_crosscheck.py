@@ -76,11 +76,14 @@ def tripped(case: str, event: str) -> str | None:
     return f"gen{bus}_{gid}"
 
 
-def deviations(case: str, event: str, method: str = "radau", **options) -> dict[str, float]:
+def deviations(
+    case: str, event: str, method: str = "radau", built: DAESystem | None = None, **options
+) -> dict[str, float]:
     """Largest |ours - ANDES| per quantity over the reference grid: rotor speed (pu), rotor angle
     relative to the first machine (rad), bus voltage magnitude (pu); the tripped machine left
-    out (see ``tests/reference/andes_references.py``). Also returns the run's status."""
-    sys_ = system(case)
+    out (see ``tests/reference/andes_references.py``). Also returns the run's status. ``built``:
+    the case's system built otherwise (default: ``system(case)``)."""
+    sys_ = system(case) if built is None else built
     t_ref, ref = reference(case, event)
     scenario = make_scenario(sys_, disturbance(case, event), t_end=metadata()["t_end"])
     scenario = dataclasses.replace(scenario, t_eval=t_ref)

@@ -6,11 +6,18 @@ itself. Loads: constant admittance in dynamics on both sides (ANDES's default co
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import pytest
 
-from tests.psse_crosscheck import EVENTS, KINDS, deviations, metadata, spread
+from models.devices import EXDC2, MODELS
+from models.devices.base import DeviceModel, lag, lead_lag, non_windup, saturation
+from models.psse.case import build_psse_case
+from tests.psse_crosscheck import DATA, EVENTS, KINDS, deviations, metadata, spread
 
-CASES = sorted(metadata()["cases"])
+ANDES_DEPARTS = {"kundur_full": "EXDC2"}
+"""Cases whose models ANDES 2.0.0 writes differently from PSS/E's block diagram: compared within
+ANDES's spread only with that departure given to ours (``andes_exdc2``); see ``docs/models.md``."""
+CASES = sorted(set(metadata()["cases"]) - set(ANDES_DEPARTS))
 
 
 @pytest.mark.parametrize("event", EVENTS)
@@ -26,6 +33,53 @@ def test_radau_matches_andes_within_its_step_spread(case: str, event: str) -> No
 def test_raptor_matches_andes_on_a_genrou_fault() -> None:
     found = deviations("kundur_genrou", "fault", "raptor", rtol=1e-6)
     allowed = spread()["kundur_genrou_fault"]
+    assert found["succeeded"] == 1.0
+    for kind in KINDS:
+        assert found[kind] <= allowed[kind], (kind, found[kind], allowed[kind])
+
+
+def andes_exdc2() -> DeviceModel:
+    """EXDC2 with ANDES 2.0.0's two departures from PSS/E's block diagram, for the cross-check
+    only (written from ANDES's documented equations, no ANDES code): regulator limits VRMIN,
+    VRMAX not multiplied by VT (non-windup), and the field voltage its exciter state times the
+    machine speed (the rate feedback reads the state before that product)."""
+
+    def init(efd, vt, p, sig):
+        return EXDC2.init(efd, vt, {**p, "VRMAX": p["VRMAX"] / vt, "VRMIN": p["VRMIN"] / vt})
+
+    def derivatives(xs, vt, vref, vs, p, sig):
+        vc, xl, vr, vp, xf = xs
+        d_vc, vc_out = lag(vc, vt, p["TR"])
+        u = vref - vc_out + vs - p["KF"] * (vp - xf) / p["TF1"]
+        d_xl, y = lead_lag(xl, u, p["TC"], p["TB"])
+        d_vr = non_windup((p["KA"] * y - vr) / p["TA"], vr, p["VRMIN"], p["VRMAX"])
+        se = saturation(vp, p["sat_a"], p["sat_b"])
+        d_vp = (jnp.clip(vr, p["VRMIN"], p["VRMAX"]) - (p["KE"] + se) * vp) / p["TE"]
+        return d_vc, d_xl, d_vr, d_vp, (vp - xf) / p["TF1"]
+
+    def output(xs, vt, p, sig):
+        return xs[3] * sig["omega"]
+
+    return DeviceModel(name="EXDC2", role="exciter", params=EXDC2.params, states=EXDC2.states,
+                       source="ANDES 2.0.0 EXDC2 (cross-check only)", check=EXDC2.check,
+                       init=init, derivatives=derivatives, output=output,
+                       inputs=("omega",))  # fmt: skip
+
+
+@pytest.mark.parametrize("event", EVENTS)
+def test_kundur_full_exdc2_matches_andes_given_its_departures(event: str, monkeypatch) -> None:
+    """kundur_full (GENROU, EXDC2, TGOV1): with ANDES's EXDC2 departures our run lies within
+    ANDES's spread; with PSS/E's EXDC2 it runs through (the moving limit binds in the fault)
+    and departs by the amounts measured in ``docs/models.md``."""
+    spec = metadata()["cases"]["kundur_full"]
+    raw, dyr = (DATA / spec["raw"]).read_text(), (DATA / spec["dyr"]).read_text()
+    allowed = spread()[f"kundur_full_{event}"]
+    found = deviations("kundur_full", event, "radau", rtol=1e-7, atol=1e-9)
+    assert found["succeeded"] == 1.0
+    assert max(found[k] / allowed[k] for k in KINDS) > 1.0  # the departure shows
+    monkeypatch.setitem(MODELS, "EXDC2", andes_exdc2())
+    built = build_psse_case(raw, dyr, "kundur_full", raw_file=spec["raw"], dyr_file=spec["dyr"])
+    found = deviations("kundur_full", event, "radau", built=built, rtol=1e-7, atol=1e-9)
     assert found["succeeded"] == 1.0
     for kind in KINDS:
         assert found[kind] <= allowed[kind], (kind, found[kind], allowed[kind])

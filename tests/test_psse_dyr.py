@@ -13,6 +13,9 @@ from models.psse.records import PsseError
 from tests.psse_crosscheck import DATA
 
 KUNDUR_RAW = (DATA / "kundur.raw").read_text()
+KUNDUR_IEEET1 = (DATA / "kundur_full.dyr").read_text().replace("'EXDC2 '", "'IEEET1'")
+"""kundur_full.dyr with an exciter model not supported (IEEET1) in place of its EXDC2 records
+(lines 4, 13, 22, 31)."""
 GENCLS = "".join(f"{b} 'GENCLS' 1 6.5 0.0 /\n" for b in (1, 2, 3, 4))
 
 
@@ -30,20 +33,21 @@ def test_unsupported_models_are_listed_in_one_error() -> None:
         assert f"{supported} (" not in message
     for piece in (
         "ESDC2A (lines 60, 111, 192, 275, 292, 324, 355, 388)",
-        "Supported: ESST3A, EXST1, GENCLS, GENROU, IEEEG1, IEEEST, IEEEX1, SEXS, ST2CUT, TGOV1",
+        "Supported: ESST3A, EXDC2, EXST1, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEEX1, SEXS, "
+        "ST2CUT, TGOV1",
     ):
         assert piece in message  # fmt: skip
 
 
 def test_substitution_leaves_controllers_out_with_a_stored_warning() -> None:
-    raw, dyr = (DATA / "kundur.raw").read_text(), (DATA / "kundur_full.dyr").read_text()
+    raw, dyr = (DATA / "kundur.raw").read_text(), KUNDUR_IEEET1
     system = build_psse_case(raw, dyr, "kundur", raw_file="kundur.raw", dyr_file="kundur_full.dyr",
                              substitute=True)  # fmt: skip
     warnings = system.info["warnings"]
-    assert any("EXDC2 exciter at lines 4, 13, 22, 31 left out" in w for w in warnings)
+    assert any("IEEET1 exciter at lines 4, 13, 22, 31 left out" in w for w in warnings)
     assert any("'Toggle' record" in w and "read past" in w for w in warnings)
     assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"
-    with pytest.raises(PsseError, match="EXDC2"):
+    with pytest.raises(PsseError, match="IEEET1"):
         build_psse_case(raw, dyr, "kundur", raw_file="kundur.raw", dyr_file="kundur_full.dyr")
 
 
@@ -52,16 +56,15 @@ def test_a_stabilizer_needs_an_exciter_and_is_left_out_with_a_substituted_one() 
     base = (DATA / "kundur_genrou_tgov1.dyr").read_text()
     with pytest.raises(ValueError, match=r"k.dyr, line \d+: IEEEST stabilizer needs an exciter"):
         build(base + ieeest)
-    full = (DATA / "kundur_full.dyr").read_text()
-    system = build(full + ieeest, substitute=True)
+    system = build(KUNDUR_IEEET1 + ieeest, substitute=True)
     assert any("IEEEST stabilizer left out (its machine has no exciter" in w
                for w in system.info["warnings"])  # fmt: skip
     assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"
 
 
 def test_an_unsupported_machine_cannot_be_substituted() -> None:
-    with pytest.raises(PsseError, match="GENSAL"):
-        parse_dyr("1 'GENSAL' 1 " + "1.0 " * 12 + "/\n", "g.dyr", substitute=True)
+    with pytest.raises(PsseError, match="GENTPJ"):
+        parse_dyr("1 'GENTPJ' 1 " + "1.0 " * 15 + "/\n", "g.dyr", substitute=True)
 
 
 @pytest.mark.parametrize(
@@ -93,6 +96,8 @@ def test_bad_parameter_values_name_the_record() -> None:
     [
         ("kundur.raw", "kundur_genrou_tgov1.dyr"),
         ("kundur.raw", "kundur_sexs_tgov1.dyr"),
+        ("kundur.raw", "kundur_full.dyr"),
+        ("kundur.raw", "kundur_gensal_exdc2.dyr"),
         ("ieee14.raw", "ieee14_exst1_ieeeg1.dyr"),
         ("ieee14.raw", "ieee14_genrou_tgov1.dyr"),
         ("ieee14.raw", "ieee14.dyr"),
@@ -106,8 +111,8 @@ def test_imported_cases_start_at_equilibrium(raw: str, dyr: str) -> None:
     assert system.info["init_max_abs_f"] <= 1e-8
     assert system.info["init_max_abs_g"] <= 1e-8
     assert len(system.names["generator"]) == system.info["n_gen"]
-    assert all(name.startswith(("delta[", "omega[", "Eq_p[", "psi_k", "Ed_p[", "Pv[", "Pt[",
-                                "xl[", "Efd[", "Vc[", "VR[", "xf[", "VA[", "xll[", "GV[",
+    assert all(name.startswith(("delta[", "omega[", "Eq_p[", "psi_k", "Ed_p[", "Ed_pp[", "Pv[",
+                                "Pt[", "xl[", "Efd[", "Vc[", "VR[", "xf[", "VA[", "xll[", "GV[",
                                 "x1[", "x2[", "x3[", "x4[", "VM[", "pt1[", "pt2[", "pwo[",
                                 "pll1[", "pll2[", "pll3[", "pf1[", "pf2[", "pf3[", "pf4["))
                for name in system.state_names)  # fmt: skip

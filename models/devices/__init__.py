@@ -6,9 +6,11 @@ and wscc9 (``PROJECT_MODELS``; per unit on the system base, without limits so f 
 
 from models.devices.base import DeviceModel
 from models.devices.esst3a import ESST3A
+from models.devices.exdc2 import EXDC2
 from models.devices.exst1 import EXST1
 from models.devices.gencls import GENCLS
 from models.devices.genrou import GENROU
+from models.devices.gensal import GENSAL
 from models.devices.gfl_inverter import GFL_INVERTER
 from models.devices.ieee_dc1a import IEEE_DC1A
 from models.devices.ieeeg1 import IEEEG1
@@ -24,8 +26,10 @@ from models.devices.tgov1_smooth import TGOV1_SMOOTH
 from models.devices.two_axis import TWO_AXIS
 
 MODELS: dict[str, DeviceModel] = {
-    m.name: m for m in (ESST3A, EXST1, GENCLS, GENROU, IEEEG1, IEEEST, IEEEX1, SEXS, ST2CUT, TGOV1)
-}
+    m.name: m
+    for m in (ESST3A, EXDC2, EXST1, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEEX1, SEXS, ST2CUT,
+              TGOV1)
+}  # fmt: skip
 """Supported ``.dyr`` model names -> models."""
 PROJECT_MODELS: dict[str, DeviceModel] = {
     m.name: m
@@ -36,9 +40,11 @@ PROJECT_MODELS: dict[str, DeviceModel] = {
 
 __all__ = [
     "ESST3A",
+    "EXDC2",
     "EXST1",
     "GENCLS",
     "GENROU",
+    "GENSAL",
     "GFL_INVERTER",
     "IEEEG1",
     "IEEEST",

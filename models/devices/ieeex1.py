@@ -3,8 +3,8 @@
 Source: Siemens PTI, *PSS(R)E Model Library*, "IEEEX1" (CONs TR, KA, TA, TB, TC, VRMAX, VRMIN,
 KE, TE, KF, TF1, Switch, E1, SE(E1), E2, SE(E2)); IEEE Std 421.5 type DC1A. Per unit field
 voltage on the machine's base; time in s. A zero TR, or TB, removes its block (the input passes
-through), as in PSS/E. (EXDC2, the same CONs with limits VRMAX VT and VRMIN VT, is not supported:
-with limits that move with VT the derivative-gating limiter chatters, see ``docs/models.md``.)
+through), as in PSS/E. (EXDC2, the same CONs with limits VRMAX VT and VRMIN VT, is ``exdc2.py``:
+on limits that move with VT this derivative-gating limiter chatters, so it tracks them instead.)
 
     TR dVc/dt = Vt - Vc                                     (voltage transducer)
     u = Vref - Vc + Vs - VF,   VF = KF (Efd - xf) / TF1      (rate feedback s KF / (1 + s TF1))

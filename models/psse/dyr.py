@@ -19,11 +19,11 @@ from models.devices import MODELS
 from models.psse.records import PsseError, split_record
 
 KNOWN_UNSUPPORTED_ROLES = {
-    "EXDC2": "exciter", "ESDC2A": "exciter", "IEEET1": "exciter",
+    "ESDC2A": "exciter", "IEEET1": "exciter",
     "ESST1A": "exciter", "ESAC1A": "exciter", "EXAC1": "exciter", "SCRX": "exciter",
     "GAST": "governor", "HYGOV": "governor", "GGOV1": "governor", "IEESGO": "governor",
     "PSS2A": "stabilizer", "PSS2B": "stabilizer",
-    "GENSAL": "machine", "GENTPJ": "machine",
+    "GENTPJ": "machine",
 }  # fmt: skip
 """Roles of models met in planners' files but not (yet) supported: what a substitution drops."""
 

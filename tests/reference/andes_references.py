@@ -44,6 +44,7 @@ CASES = {
     "kundur_gencls": ("kundur.raw", "kundur_gencls.dyr", KUNDUR_EVENTS),
     "kundur_genrou": ("kundur.raw", "kundur_genrou_tgov1.dyr", KUNDUR_EVENTS),
     "kundur_sexs": ("kundur.raw", "kundur_sexs_tgov1.dyr", KUNDUR_EVENTS),
+    "kundur_full": ("kundur.raw", "kundur_full.dyr", KUNDUR_EVENTS),
     "ieee14_genrou": (
         "ieee14.raw", "ieee14_genrou_tgov1.dyr",
         {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
