@@ -79,7 +79,9 @@ DQ_REFERENCES = {
 """Reference candidates at rtol 1e-10 (``--dq-reference``, ``--dq-cross-check``). Radau on the
 reduced ODE takes > 600 s CPU for 0.3 s of the dq_ieee118 load step, and the epsilon-embedded
 DAE at rtol 1e-10 (eps = 1e-13 s) fails there at t = 7e-12 s (state not finite after 2,242
-steps; 2026-12-03), so the default is IDA on the sparse DAE, cross-checked by RAPTOR."""
+steps; 2026-12-03) because the dq network's g_z has eigenvalues in the right half-plane, so the
+embedding is unstable (now refused: ``solvers.scipy_dae.embedding_stable``); the default is IDA
+on the sparse DAE, cross-checked by RAPTOR."""
 SEED_SECONDS = {"dq_ieee39": 267.0, "dq_ieee118": 189.0}
 """Design seed 001, full-order IEEE-39 / IEEE-118: Radau with the exact Jacobian (disturbance not
 stated)."""

@@ -22,7 +22,7 @@ from models.kernels import kernels_for
 from solvers.catalogue import ExplicitRungeKuttaOptions, ImplicitRungeKuttaOptions
 from solvers.reduced import ReducedODE
 from solvers.result import Stats
-from solvers.scipy_dae import dae_steps
+from solvers.scipy_dae import dae_steps, embedding_stable
 from solvers.scipy_work import WorkMeter
 from solvers.status import FailureReason
 from solvers.stepping import (
@@ -142,7 +142,17 @@ def _formulation(system: DAESystem, method: str, options: ScipyOptions) -> str:
         )
     if requested == "auto":
         large = system.n_x + system.n_z > AUTO_DAE_MIN_N
-        return "dae" if large and method in DAE_CAPABLE else "reduced"
+        usable = large and method in DAE_CAPABLE and embedding_stable(system) is not False
+        return "dae" if usable else "reduced"
+    if requested == "dae" and embedding_stable(system) is False:
+        raise StepFailure(
+            FailureReason.INVALID_INPUT,
+            f"formulation 'dae' integrates eps z' = g(x, z), which needs every eigenvalue of g_z "
+            f"in the left half-plane; system {system.name!r} has some in the right half-plane, "
+            "so the embedded ODE grows without bound at tight tolerances: use formulation "
+            "'reduced' or the method 'ida'",
+            0.0,
+        )
     return requested
 
 

@@ -99,3 +99,26 @@ def test_sparse_and_dense_reduced_jacobians_agree(name):
         outside = dense.copy()
         outside[pattern.red_indices, pattern.red_cols] = 0.0
         assert not outside.any()
+
+
+def test_the_embedding_is_used_only_where_its_fast_subsystem_is_stable(monkeypatch):
+    """eps z' = g is stable only with g_z's spectrum in the left half-plane: true for the RMS
+    network, false for the dq network (its line-current equations), where an explicit request
+    is refused and ``auto`` keeps the reduced ODE."""
+    from solvers.scipy_dae import embedding_stable
+    from solvers.scipy_ivp import _formulation
+
+    assert embedding_stable(build_system("ieee39")) is True
+    dq = build_system("dq_ieee39")
+    assert embedding_stable(dq) is False
+    scenario = make_scenario(dq, BusFault(bus="bus16", t_fault=1e-4, t_clear=2e-4), t_end=3e-4)
+    result = solve(dq, scenario, "radau", formulation="dae")
+    assert not result.succeeded and result.reason.value == "invalid_input"
+    assert "left half-plane" in result.message
+    from solvers import scipy_ivp
+    from solvers.catalogue import ImplicitRungeKuttaOptions
+
+    monkeypatch.setattr(scipy_ivp, "AUTO_DAE_MIN_N", 0)  # both count as large here
+    auto = ImplicitRungeKuttaOptions()
+    assert _formulation(build_system("ieee39"), "radau", auto) == "dae"
+    assert _formulation(dq, "radau", auto) == "reduced"
