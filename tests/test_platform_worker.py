@@ -96,7 +96,7 @@ def test_cancelling_the_campaign_stops_a_running_run(ctx, monkeypatch) -> None:
         settings=context.settings.model_copy(update={"heartbeat_seconds": 0.0}), db=context.db
     )
 
-    def cancelled_midway(system, scenario, method, options, progress):
+    def cancelled_midway(system, scenario, method, options, progress, probe=False):
         with context.db.write() as session:
             repo.cancel_campaign(session=session, campaign_id=campaign_id, now=utcnow())
         progress(0.5)  # the heartbeat sees the cancellation and stops the solver
