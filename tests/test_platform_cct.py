@@ -63,32 +63,17 @@ def stable_at(duration: float, fault: dict = FAULT) -> bool:
 @pytest.mark.slow
 def test_the_search_brackets_the_cct_found_by_a_fine_sweep(sqlite_settings, sqlite_db) -> None:
     spec = CampaignCreate.model_validate(SPEC)
-    with sqlite_db.write() as session:
-        campaign, run_ids = repo.create_campaign(
-            session=session, spec=spec, expansion=expand(spec, settings=sqlite_settings),
-            now=utcnow(),
-        )  # fmt: skip
-    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
-    rounds = 0
-    while True:  # what a worker would receive: the queued probes, one round at a time
-        with sqlite_db.read() as session:
-            queued = list(session.scalars(
-                select(Run.id).where(Run.campaign_id == campaign.id, Run.status == "queued")
-            ))  # fmt: skip
-        if not queued:
-            break
-        assert execute_batch(queued, worker="t", ctx=context) == ["succeeded"] * len(queued)
-        rounds += 1
+    campaign_id, rounds = run_search(sqlite_settings, sqlite_db, SPEC)
     with sqlite_db.read() as session:
-        (row,) = cct_table(session=session, campaign_id=campaign.id)
-        final = repo.get_campaign(session=session, campaign_id=campaign.id)
+        (row,) = cct_table(session=session, campaign_id=campaign_id)
+        final = repo.get_campaign(session=session, campaign_id=campaign_id)
         durations = sorted(session.scalars(
-            select(Run.clearing_time).where(Run.campaign_id == campaign.id)
+            select(Run.clearing_time).where(Run.campaign_id == campaign_id)
         ))  # fmt: skip
         stopped = session.execute(
             select(Run.clearing_time, RunMetrics.final_time, RunMetrics.warnings)
             .join(RunMetrics, RunMetrics.run_id == Run.id)
-            .where(Run.campaign_id == campaign.id, RunMetrics.warnings.is_not(None))
+            .where(Run.campaign_id == campaign_id, RunMetrics.warnings.is_not(None))
         ).all()
     assert final.status == "finished" and final.n_runs == rounds == row["probes"]
     # unstable probes stop once the separation passes 360 deg (the verdict cannot change);
@@ -113,7 +98,7 @@ def test_the_search_brackets_the_cct_found_by_a_fine_sweep(sqlite_settings, sqli
     from raptorgrid.api import create_app
 
     with TestClient(create_app(sqlite_settings)) as client:
-        body = client.get(f"/campaigns/{campaign.id}/cct").json()
+        body = client.get(f"/campaigns/{campaign_id}/cct").json()
         listed = client.get("/campaigns").json()["data"]
     assert body["data"][0]["cct_s"] == cct and body["resolution_s"] == 0.01
     assert "TSI > 0" in body["criterion"] and listed[0]["cct"] is True
@@ -152,8 +137,9 @@ def test_a_probe_whose_state_ran_away_is_unstable_other_failures_end_the_search(
     assert n_runs == 3  # the next probe counts in the campaign
 
 
-def run_search(sqlite_settings, sqlite_db, spec_dict: dict) -> list[dict]:
-    """Create the CCT campaign and play the worker's rounds until no probe is queued."""
+def run_search(sqlite_settings, sqlite_db, spec_dict: dict) -> tuple[int, int]:
+    """Create the CCT campaign and play what a worker would receive, the queued probes one round
+    at a time, until none is queued; returns (campaign id, rounds)."""
     spec = CampaignCreate.model_validate(spec_dict)
     with sqlite_db.write() as session:
         campaign, _ = repo.create_campaign(
@@ -161,16 +147,16 @@ def run_search(sqlite_settings, sqlite_db, spec_dict: dict) -> list[dict]:
             now=utcnow(),
         )  # fmt: skip
     context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
+    rounds = 0
     while True:
         with sqlite_db.read() as session:
             queued = list(session.scalars(
                 select(Run.id).where(Run.campaign_id == campaign.id, Run.status == "queued")
             ))  # fmt: skip
         if not queued:
-            break
-        execute_batch(queued, worker="t", ctx=context)
-    with sqlite_db.read() as session:
-        return cct_table(session=session, campaign_id=campaign.id)
+            return campaign.id, rounds
+        assert execute_batch(queued, worker="t", ctx=context) == ["succeeded"] * len(queued)
+        rounds += 1
 
 
 def test_a_fault_near_a_line_end_cleared_by_tripping_the_line(sqlite_settings, sqlite_db) -> None:
@@ -178,7 +164,9 @@ def test_a_fault_near_a_line_end_cleared_by_tripping_the_line(sqlite_settings, s
     trip leaves a weaker network, so its CCT is at most the same bus fault's."""
     line = {"kind": "line_fault", "branch": "br_6_7", "end": "to", "t_fault": 0.1,
             "t_clear": 0.2, "x": 0.001}  # fmt: skip
-    rows = run_search(sqlite_settings, sqlite_db, {**SPEC, "disturbances": [FAULT, line]})
+    campaign_id, _ = run_search(sqlite_settings, sqlite_db, {**SPEC, "disturbances": [FAULT, line]})
+    with sqlite_db.read() as session:
+        rows = cct_table(session=session, campaign_id=campaign_id)
     by_kind = {r["scenario"].split(":")[0]: r for r in rows}
     assert by_kind.keys() == {"bus_fault", "line_fault"}
     assert all(r["status"] == "done" for r in rows), rows
