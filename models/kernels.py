@@ -189,6 +189,12 @@ def _g_z_fn(system: DAESystem, pattern):
     return g_z
 
 
+def g_z_function(system: DAESystem):
+    """``g_z(x, z, p)`` as a dense n_z x n_z array, taken the way ``jacobian_mode`` says for
+    this system: dense forward mode on small systems, a few coloured JVPs on large ones."""
+    return _g_z_fn(system, _pattern_for(system, jacobian_mode(system)))
+
+
 def _newton_fn(system: DAESystem, pattern=None):
     solve = newton_solver(system.g, g_z=_g_z_fn(system, pattern))
 

@@ -1,6 +1,7 @@
 """The reduced vector field x' = f(x, z(x), p) written in JAX, for integrators that run inside XLA.
 
-z(x) comes from a Newton solve of 0 = g(x, z, p) (a ``lax.while_loop``, autodiff g_z) started from
+z(x) comes from a Newton solve of 0 = g(x, z, p) (a ``lax.while_loop``; g_z by forward mode, or
+by coloured JVPs on large networks: ``models.kernels.g_z_function``) started from
 a guess fixed per segment: inside a compiled integrator there is no previous call to warm-start
 from. Differentiating through the loop would be slow and only approximate, so ``solve_z`` carries
 a custom JVP from the implicit-function theorem,
@@ -22,7 +23,7 @@ import jax.numpy as jnp
 
 import models.jaxconfig  # noqa: F401
 from models.dae import DAESystem
-from models.kernels import newton_solver
+from models.kernels import g_z_function, newton_solver
 from solvers.reduced import ALGEBRAIC_TOL
 
 NEWTON_MAX_ITER = 30
@@ -38,8 +39,8 @@ ZSolver = Callable[[Any, Any, Any], Any]
 def algebraic_solver(system: DAESystem) -> ZSolver:
     """``solve_z(x, z_guess, p)`` for ``system`` with the implicit-function-theorem JVP."""
     g = system.g
-    g_z = jax.jacfwd(g, argnums=1)
-    solve = newton_solver(g, NEWTON_MAX_ITER, NEWTON_STEP_TOL)
+    g_z = g_z_function(system)  # coloured JVPs on large networks, not one per unknown
+    solve = newton_solver(g, NEWTON_MAX_ITER, NEWTON_STEP_TOL, g_z=g_z)
 
     def newton(x, z, p):
         z, _ = solve(x, z, p)
