@@ -9,6 +9,7 @@ import pytest
 
 from models.psse.case import build_psse_case, convert_loads
 from models.psse.dyr import parse_dyr
+from models.psse.raw import parse_raw
 from models.psse.records import PsseError
 from tests.psse_crosscheck import DATA
 
@@ -103,6 +104,7 @@ def test_bad_parameter_values_name_the_record() -> None:
         ("ieee14.raw", "ieee14.dyr"),
         ("wecc.raw", "wecc_gencls.dyr"),
         ("npcc.raw", "npcc_full.dyr"),
+        ("ieee39_repaired.raw", "ieee39_repaired.dyr"),
     ],
 )
 def test_imported_cases_start_at_equilibrium(raw: str, dyr: str) -> None:
@@ -193,3 +195,31 @@ def test_ieee39_spreadsheet_data_violate_genrou_leakage_rule() -> None:
     message = str(err.value)
     assert message.count("must be > Xl") == 9
     assert "ieee39_full.dyr, line 1: GENROU Xd_pp = 0.00792 must be > Xl" in message
+
+
+def test_ieee39_repaired_pair_keeps_genrou_ordering_and_adds_the_stabilizers() -> None:
+    """``ieee39_repaired.raw``/``.dyr`` (same script): each GENROU machine whose X''d is not above
+    Xl gets X''d = X''q = (Xl + X'd) / 2, its ZSORCE the same; the others are unchanged, so
+    Xl < X''d <= X'q <= X'd holds on all ten. The spreadsheet's IEEEST stabilizers (input code
+    3, electrical power) are written too; the pair builds (equilibrium: above)."""
+    full, repaired = ({(rec.bus, rec.model): rec.values for rec in parse_dyr(
+        (DATA / f"{stem}.dyr").read_text(), f"{stem}.dyr").records} for stem in
+        ("ieee39_full", "ieee39_repaired"))  # fmt: skip
+    changed = 0
+    for (bus, model), values in full.items():
+        new = repaired[(bus, model)]
+        if model != "GENROU":
+            assert new == values
+            continue
+        xd_p, xq_p, xd_pp, xl = new[8], new[9], new[10], new[11]
+        assert xl < xd_pp <= xq_p <= xd_p
+        if values[10] <= xl:
+            changed += 1
+            assert xd_pp == pytest.approx((xl + xd_p) / 2, abs=1e-15)
+            assert new[:10] + new[11:] == values[:10] + values[11:]
+        else:
+            assert new == values
+    assert changed == 9
+    assert sorted(bus for bus, model in repaired if model == "IEEEST") == list(range(30, 40))
+    zsorce = {g.bus: g.zx for g in parse_raw((DATA / "ieee39_repaired.raw").read_text()).generators}
+    assert zsorce == {bus: v[10] for (bus, model), v in repaired.items() if model == "GENROU"}

@@ -126,7 +126,9 @@ satisfies its equations to 9e-13, but in ours it leaves 3e-4 to 6e-4 pu of power
 charging): a 4e-5 relative difference in those branches' flows whose cause is not located."""
 
 
-@pytest.mark.parametrize("raw", ["kundur.raw", "ieee14.raw", "ieee39.raw", "wecc.raw", "npcc.raw"])
+@pytest.mark.parametrize(
+    "raw", ["kundur.raw", "ieee14.raw", "ieee39.raw", "ieee39_repaired.raw", "wecc.raw", "npcc.raw"]
+)
 def test_power_flow_matches_andes(raw: str) -> None:
     """Our Newton on PSS/E's conventions against ANDES's solved voltages (its tolerance 1e-12)."""
     reference = json.loads((REFERENCE / "power_flow.json").read_text())[raw]

@@ -63,6 +63,10 @@ CASES = {
     "wecc_gencls": (
         "wecc.raw", "wecc_gencls.dyr", {"fault_bus": 38, "line": (38, 45, "1"), "gen": (39, "1")}
     ),
+    "ieee39_repaired": (
+        "ieee39_repaired.raw", "ieee39_repaired.dyr",
+        {"fault_bus": 16, "line": (16, 17, "1"), "gen": (38, "1")},
+    ),
 }  # fmt: skip
 """case -> (raw, dyr, events): a bus fault (T_EVENT to T_CLEAR, x = FAULT_X), a line trip
 (from, to, circuit) and a generator trip (bus, machine ID), each at T_EVENT."""

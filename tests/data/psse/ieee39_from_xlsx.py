@@ -1,6 +1,7 @@
-"""Write ``ieee39_full.raw`` and ``ieee39_full.dyr`` from ANDES's IEEE 39-bus spreadsheet
-(``cases/ieee39/ieee39_full.xlsx`` of the ANDES distribution: data only, no ANDES code is used),
-then read both files back and check every written value against the spreadsheet.
+"""Write ``ieee39_full.raw``/``.dyr`` and ``ieee39_repaired.raw``/``.dyr`` from ANDES's IEEE
+39-bus spreadsheet (``cases/ieee39/ieee39_full.xlsx`` of the ANDES distribution: data only, no
+ANDES code is used), then read the files back and check every written value against the
+spreadsheet (a repaired value against the repair rule).
 
     /tmp/andes-venv/bin/python tests/data/psse/ieee39_from_xlsx.py PATH/TO/ieee39_full.xlsx
 
@@ -8,9 +9,25 @@ then read both files back and check every written value against the spreadsheet.
 become MW / Mvar; angles become degrees; a line with ``trans = 1`` becomes a two-winding
 transformer (CW = CZ = CM = 1: ratio at bus1 in pu, impedance in pu on the system base);
 GENROU's M = 2H; the machine's source impedance ZSORCE is GENROU's (ra, xd2); TGOV1N rows become
-TGOV1 records (same parameters; its Tn and wref0 are not PSS/E data). Left out: the IEEEST
-stabilizers (not supported yet), the BusFreq measurements, the ACE controller and the (disabled)
-Toggler.
+TGOV1 records (same parameters; its Tn and wref0 are not PSS/E data). Left out: the BusFreq
+measurements, the ACE controller and the (disabled) Toggler.
+
+``ieee39_full``: the spreadsheet as it is, without its IEEEST stabilizers. Nine of its ten GENROU
+machines have X''d = X''q below the leakage reactance Xl (e.g. 0.00792 pu against Xl 0.125),
+which PSS/E's GENROU does not admit; raptorgrid refuses the pair (``tests/test_psse_dyr.py``).
+
+``ieee39_repaired``: the same data with one documented repair, plus the IEEEST stabilizers.
+Repair rule: a machine whose X''d (= X''q) is not above Xl gets X''d = X''q = (Xl + X'd) / 2,
+the midpoint of the interval (Xl, X'd] that GENROU's ordering Xl < X''d <= X'q <= X'd admits
+(here X'q = X'd for every machine); its ZSORCE becomes (ra, the new X''d). The midpoint makes
+GENROU's two flux-weighting ratios (X''d - Xl)/(X'd - Xl) and (X'd - X''d)/(X'd - Xl) both 1/2,
+far from the singular ends of the interval, and it is the textbook proportion (Kundur's example
+machine: Xl 0.2, X'd 0.3, X''d 0.25); the one machine that already satisfies the ordering (bus 35,
+X''d 0.46538, Xl 0.224, X'd 0.5) keeps its value. Every machine's ordering is checked. The
+spreadsheet's IEEEST rows are PSS/E IEEEST records: MODE is PSS/E's input code IC (3,
+electrical power: implemented, ``models.devices.base.STABILIZER_INPUTS``), busr empty (IB = 0),
+A1 .. A6, T1 .. T6, KS, LSMAX, LSMIN, VCU, VCL in PSS/E's order; each attaches to the machine of
+its IEEEX1 exciter (its BusFreq input is used only by code 2).
 """
 
 from __future__ import annotations
@@ -30,8 +47,15 @@ def fmt(value: float) -> str:
     return repr(float(value))
 
 
-def write(xlsx: Path) -> dict[str, list[tuple[str, int, list[float]]]]:
-    """Write the two files; returns, per file, (record kind, key, values) as written."""
+def repaired_xd2(m) -> float:
+    """X''d (= X''q) of a GENROU row under the repair rule (module docstring)."""
+    return float(m.xd2) if m.xd2 > m.xl else (float(m.xl) + float(m.xd1)) / 2.0
+
+
+def write(xlsx: Path, repair: bool) -> dict[str, list[tuple[str, int, list[float]]]]:
+    """Write one pair (``ieee39_repaired`` with ``repair``, else ``ieee39_full``); returns, per
+    file, (record kind, key, values) as written."""
+    stem = "ieee39_repaired" if repair else "ieee39_full"
     x = pd.read_excel(xlsx, sheet_name=None)
     bus, pq, pv, slack = x["Bus"], x["PQ"], x["PV"], x["Slack"]
     line, shunt, genrou = x["Line"], x["Shunt"], x["GENROU"]
@@ -41,7 +65,9 @@ def write(xlsx: Path) -> dict[str, list[tuple[str, int, list[float]]]]:
     rows = [
         "0, 100.0, 33, 0, 1, 60.0 / written from ieee39_full.xlsx by ieee39_from_xlsx.py",
         "IEEE 39-BUS SYSTEM (ANDES ieee39_full.xlsx)",
-        "GENROU, IEEEX1, TGOV1; IEEEST left out",
+        "GENROU (X''d repaired: (Xl + X'd)/2 where X''d <= Xl), IEEEX1, TGOV1, IEEEST"
+        if repair
+        else "GENROU, IEEEX1, TGOV1; IEEEST left out",
     ]
     for b in bus.itertuples():
         values = [b.Vn, b.v0, math.degrees(b.a0)]
@@ -63,12 +89,13 @@ def write(xlsx: Path) -> dict[str, list[tuple[str, int, list[float]]]]:
         written["raw"].append(("shunt", int(sh.bus), [sh.g * SBASE, sh.b * SBASE]))
     rows.append("0 / END OF FIXED SHUNT DATA, BEGIN GENERATOR DATA")
     machine = {int(g.bus): g for g in genrou.itertuples()}
+    xd2 = {int(m.bus): repaired_xd2(m) if repair else float(m.xd2) for m in genrou.itertuples()}
     for g in gens.itertuples():
         m = machine[int(g.bus)]
         if m.Sn != g.Sn:
             raise SystemExit(f"bus {g.bus}: GENROU Sn {m.Sn} != generator Sn {g.Sn}")
         values = [g.p0 * SBASE, g.q0 * SBASE, g.qmax * SBASE, g.qmin * SBASE, g.v0, g.Sn, m.ra,
-                  m.xd2, g.pmax * SBASE, g.pmin * SBASE]  # fmt: skip
+                  xd2[int(g.bus)], g.pmax * SBASE, g.pmin * SBASE]  # fmt: skip
         v = [fmt(val) for val in values]
         rows.append(
             f"{int(g.bus)}, '1', {v[0]}, {v[1]}, {v[2]}, {v[3]}, {v[4]}, 0, {v[5]}, "
@@ -119,14 +146,14 @@ def write(xlsx: Path) -> dict[str, list[tuple[str, int, list[float]]]]:
         )
     ]
     rows.append("Q")
-    (HERE / "ieee39_full.raw").write_text("\n".join(rows) + "\n")
+    (HERE / f"{stem}.raw").write_text("\n".join(rows) + "\n")
 
     dyr = []
     for m in genrou.itertuples():
         if m.xq2 != m.xd2:
             raise SystemExit(f"GENROU at bus {m.bus}: xq2 {m.xq2} != xd2 {m.xd2}")
-        values = [m.Td10, m.Td20, m.Tq10, m.Tq20, m.M / 2, m.D, m.xd, m.xq, m.xd1, m.xq1, m.xd2,
-                  m.xl, m.S10, m.S12]  # fmt: skip
+        values = [m.Td10, m.Td20, m.Tq10, m.Tq20, m.M / 2, m.D, m.xd, m.xq, m.xd1, m.xq1,
+                  xd2[int(m.bus)], m.xl, m.S10, m.S12]  # fmt: skip
         dyr.append(f"{int(m.bus)} 'GENROU' 1 " + " ".join(fmt(v) for v in values) + " /")
         written["dyr"].append(("GENROU", int(m.bus), values))
     bus_of = {m.idx: int(m.bus) for m in genrou.itertuples()}
@@ -139,16 +166,30 @@ def write(xlsx: Path) -> dict[str, list[tuple[str, int, list[float]]]]:
         values = [t.R, t.T1, t.VMAX, t.VMIN, t.T2, t.T3, t.Dt]
         dyr.append(f"{bus_of[t.syn]} 'TGOV1' 1 " + " ".join(fmt(v) for v in values) + " /")
         written["dyr"].append(("TGOV1", bus_of[t.syn], values))
-    (HERE / "ieee39_full.dyr").write_text("\n".join(dyr) + "\n")
+    if repair:
+        avr_bus = {e.idx: bus_of[e.syn] for e in x["IEEEX1"].itertuples()}
+        for s in x["IEEEST"].itertuples():
+            if int(s.MODE) not in (1, 3, 4, 5) or not pd.isna(s.busr):
+                raise SystemExit(f"{s.idx}: MODE {s.MODE}, busr {s.busr} not implemented")
+            values = [s.MODE, 0, s.A1, s.A2, s.A3, s.A4, s.A5, s.A6, s.T1, s.T2, s.T3, s.T4,
+                      s.T5, s.T6, s.KS, s.LSMAX, s.LSMIN, s.VCU, s.VCL]  # fmt: skip
+            icons = f"{int(s.MODE)} 0 "
+            dyr.append(f"{avr_bus[s.avr]} 'IEEEST' 1 " + icons
+                       + " ".join(fmt(v) for v in values[2:]) + " /")  # fmt: skip
+            written["dyr"].append(("IEEEST", avr_bus[s.avr], values))
+    (HERE / f"{stem}.dyr").write_text("\n".join(dyr) + "\n")
     return written
 
 
-def check(written: dict) -> int:
-    """Read the dyr back (every value exactly as in the spreadsheet) and the raw's numbers
-    (each written value found, as written, on its record's line); returns the values checked."""
+def check(written: dict, xlsx: Path, repair: bool) -> int:
+    """Read the dyr back (every value exactly as in the spreadsheet, a repaired X''d as the rule
+    gives it, and GENROU's ordering Xl < X''d <= X'q <= X'd in the repaired pair) and the raw's
+    numbers (each written value found, as written, on its record's line); returns the values
+    checked."""
+    stem = "ieee39_repaired" if repair else "ieee39_full"
     count = 0
     records = {}
-    for rec in (HERE / "ieee39_full.dyr").read_text().split("/"):
+    for rec in (HERE / f"{stem}.dyr").read_text().split("/"):
         fields = rec.split()
         if fields:
             records[(fields[1].strip("'"), int(fields[0]))] = [float(v) for v in fields[3:]]
@@ -157,8 +198,19 @@ def check(written: dict) -> int:
         if read != [float(v) for v in values]:
             raise SystemExit(f"{model} at bus {bus}: read {read}, spreadsheet {values}")
         count += len(values)
+    genrou = pd.read_excel(xlsx, sheet_name="GENROU")
+    for m in genrou.itertuples():
+        read = records[("GENROU", int(m.bus))]
+        xd1, xq1, xd2, xl = read[8], read[9], read[10], read[11]
+        sheet = [m.Td10, m.Td20, m.Tq10, m.Tq20, m.M / 2, m.D, m.xd, m.xq, m.xd1, m.xq1]
+        if read[:10] != [float(v) for v in sheet] or (xl, read[12:]) != (m.xl, [m.S10, m.S12]):
+            raise SystemExit(f"GENROU at bus {m.bus}: read {read} departs from the spreadsheet")
+        expected = repaired_xd2(m) if repair else float(m.xd2)
+        if xd2 != expected or (repair and not xl < xd2 <= xq1 <= xd1):
+            raise SystemExit(f"GENROU at bus {m.bus}: X''d {xd2} (rule: {expected}), Xl {xl}, "
+                             f"X'q {xq1}, X'd {xd1}")  # fmt: skip
     raw_numbers = set()
-    for row in (HERE / "ieee39_full.raw").read_text().splitlines():
+    for row in (HERE / f"{stem}.raw").read_text().splitlines():
         for cell in row.split("/")[0].replace(",", " ").split():
             with contextlib.suppress(ValueError):  # quoted names and codes
                 raw_numbers.add(float(cell))
@@ -171,5 +223,7 @@ def check(written: dict) -> int:
 
 
 if __name__ == "__main__":
-    done = write(Path(sys.argv[1]))
-    print(f"wrote ieee39_full.raw and ieee39_full.dyr; {check(done)} values checked")
+    for repair, stem in ((False, "ieee39_full"), (True, "ieee39_repaired")):
+        done = write(Path(sys.argv[1]), repair)
+        n = check(done, Path(sys.argv[1]), repair)
+        print(f"wrote {stem}.raw and {stem}.dyr; {n} values checked")
