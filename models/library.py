@@ -99,6 +99,7 @@ NETWORKS: dict[str, NetworkEntry] = {
             ("case300", "IEEE 300-bus system"),
             ("case1354pegase", "PEGASE 1,354-bus part of the European grid"),
             ("case2869pegase", "PEGASE 2,869-bus part of the European grid"),
+            ("case9241pegase", "PEGASE 9,241-bus part of the European grid"),
         )
     },
     "cascaded_line": NetworkEntry(

@@ -124,7 +124,8 @@ def _generator_slots(
     ratings, classes, slots = [], [], []
     for k, name in enumerate(names):
         entry = own.get(name)
-        rule_rating = td.machine_rating(rule, s_gen[k])
+        v_gen = float(np.abs(pf.voltage[pf.gen_bus[k]]))
+        rule_rating = td.machine_rating(rule, s_gen[k], pf.gen_q[k] * pf.base_mva, v_gen)
         if entry is not None:
             rating = rule_rating if entry["mva"] is None else entry["mva"]
             base = rating if entry["machine_base_mva"] is None else entry["machine_base_mva"]

@@ -90,9 +90,28 @@ def validate_typical_data(data: Mapping) -> dict:
     }
 
 
-def machine_rating(rule: Mapping, s_gen_mva: float) -> float:
-    """S_rated (MVA) of a machine dispatched at |S| = ``s_gen_mva``."""
-    return max(rule["loading_margin"] * abs(s_gen_mva), rule["min_mva"])
+UNDEREXCITED_MARGIN = 2.0
+"""A machine absorbing reactive power stays within 1 / UNDEREXCITED_MARGIN of its steady-state
+stability limit Q >= -V^2 / Xd (round rotor, per unit on its rating; the under-excitation
+capability that limiters enforce): ``machine_rating`` raises the rating of a machine whose
+dispatch absorbs more. Without it case9241pegase's gen4295 (33.5 MW, -138 Mvar at 1.04 pu, 178
+MVA by the loading margin: -0.78 pu, past the limit V^2 / Xd = 0.60 pu) needs a negative field
+voltage (E'q = -0.44) and the network has an unstable mode; IEEE 14-300 machines are not
+affected (none absorbs more than half its limit)."""
+
+
+def machine_rating(
+    rule: Mapping, s_gen_mva: float, q_gen_mvar: float = 0.0, v_pu: float = 1.0
+) -> float:
+    """S_rated (MVA) of a machine dispatched at |S| = ``s_gen_mva`` absorbing ``-q_gen_mvar``
+    (Mvar, when negative) at ``v_pu``: the loading-margin rating, raised where needed so that the
+    absorbed reactive power is at most 1 / UNDEREXCITED_MARGIN of V^2 / Xd (Xd of the class the
+    rating falls in)."""
+    rating = max(rule["loading_margin"] * abs(s_gen_mva), rule["min_mva"])
+    for _ in range(2):  # a larger rating may fall in a class with another Xd
+        xd = machine_class(rule, rating)["machine"]["xd"]
+        rating = max(rating, UNDEREXCITED_MARGIN * max(0.0, -q_gen_mvar) * xd / v_pu**2)
+    return rating
 
 
 def machine_class(rule: Mapping, rating_mva: float) -> Mapping:
