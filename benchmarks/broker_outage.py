@@ -80,6 +80,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.throughput import submit  # noqa: E402  (one campaign submission)
+
 log = logging.getLogger("broker_outage")
 
 ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -268,22 +270,6 @@ def reconciler(settings) -> Iterator[None]:  # noqa: ANN001
     finally:
         stop.set()
         thread.join(timeout=30)
-        db.dispose()
-
-
-def submit(settings, raw: dict) -> int:  # noqa: ANN001
-    from raptorgrid.celery_app import create_celery
-    from raptorgrid.db import Database
-    from raptorgrid.spec import CampaignCreate
-    from raptorgrid.submission import submit_campaign
-
-    db = Database.from_settings(settings)
-    try:
-        parsed = CampaignCreate.model_validate(raw)
-        return submit_campaign(
-            db=db, celery=create_celery(settings), settings=settings, spec=parsed, raw_spec=raw
-        ).campaign_id
-    finally:
         db.dispose()
 
 

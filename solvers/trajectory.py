@@ -75,6 +75,12 @@ class TrajectoryBuilder:
         self.x.append(np.array(x, dtype=float))
         self.z.append(np.array(z, dtype=float))
 
+    def accept_many(self, t: np.ndarray, x: np.ndarray, z: np.ndarray) -> None:
+        """Several accepted points at once (rows of ``x`` and ``z``), in time order."""
+        self.t.extend(np.asarray(t, dtype=float).tolist())
+        self.x.extend(np.asarray(x, dtype=float))
+        self.z.extend(np.asarray(z, dtype=float))
+
     def sample_indices(self, t_lo: float, t_hi: float, last: bool) -> np.ndarray:
         """Indices of grid points in [t_lo, t_hi) (or [t_lo, t_hi] when ``last``)."""
         upper = self.t_eval <= t_hi if last else self.t_eval < t_hi

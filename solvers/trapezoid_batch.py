@@ -19,9 +19,9 @@ does not converge, a non-finite or diverging state, an algebraic solve that need
 fallback) is solved again alone, so a failure is reported exactly as ``solve`` reports it.
 
 Where the time goes: one trapezoid run alone costs about 1 ms per step on wscc9 and ieee39,
-nearly all of it the host's per-step dispatch; inside one program a wscc9 member costs ~52 us per
-step whatever B is up to 32 (17-18x), an ieee39 member ~0.42 ms (2.5x at B = 8), bounded by the
-dense n x n Newton inverse each chord iteration multiplies (``width``).
+nearly all of it the host's per-step dispatch; inside one program a wscc9 member costs ~29-37 us
+per step (23-30x at B = 8-64), an ieee39 member ~0.3-0.36 ms (2.3-2.7x), bounded by the dense
+n x n Newton inverse each chord iteration multiplies (``width``; ``benchmarks/batched.py``).
 
 Scope: the simultaneous scheme with a dense Newton matrix (up to ``BATCH_DENSE_MAX``
 unknowns); other methods and larger systems are solved one after the other by ``solve_batch``.
@@ -347,81 +347,99 @@ def _solve_chunk(system, scenarios, options) -> list[SolveResult | None]:
 
 @dataclass
 class _Samples:
-    """Dense-output requests of every member: the interpolated x, the z guess, and where its
-    parameters are (segment position, member); ``exact`` samples sit on a step point."""
+    """Dense-output requests of one member: its sample indices, the interpolated x, the z
+    guess, the segment position of each (where its parameters are) and whether it sits on a
+    step point (``exact``: x and z are the step's)."""
 
-    index: list[tuple[int, int]]  # (member, sample index)
-    x: list[np.ndarray]
-    z: list[np.ndarray]
-    seg: list[int]
-    exact: list[bool]
+    member: int
+    index: np.ndarray
+    x: np.ndarray
+    z: np.ndarray
+    seg: np.ndarray
+    exact: np.ndarray
 
 
-def _collect(plan: _Plan, starts, steps, ok, builders) -> _Samples:
-    """Accepted points into each member's builder, and its samples (cubic Hermite of (x, f) at
-    the step's two ends, as ``solvers.trapezoid._fill_samples``)."""
-    req = _Samples([], [], [], [], [])
+def _collect(plan: _Plan, starts, steps, ok, builders) -> list[_Samples]:
+    """Accepted points into each member's builder, and its samples: on a step point exact,
+    else the cubic Hermite interpolant of (x, f) at the step's two ends with z to re-solve,
+    each sample in the step [t0, t1) that holds it (the last step closed), as
+    ``solvers.trapezoid._fill_samples`` does one step at a time."""
+    out = []
     xs, zs, fs = steps
     for b, builder in enumerate(builders):
         if not ok[b]:
             continue
-        segs = plan.segments[b]
         count = int(plan.count[b])
-        for k in range(count):
-            s = int(plan.seg[b, k])
-            if plan.first[b, k]:
-                seg = segs[s]
-                if seg.event is not None:
-                    builder.events.append({"time": seg.t_start, "label": seg.event.label})
-                t, x, z, f = seg.t_start, starts[0][s, b], starts[1][s, b], starts[2][s, b]
-                builder.accept(t, x, z)
-            t1, x1, z1, f1 = float(plan.t_new[b, k]), xs[k, b], zs[k, b], fs[k, b]
-            builder.accept(t1, x1, z1)
-            h = t1 - t
-            for i in builder.sample_indices(t, t1, k == count - 1):
-                ts = builder.t_eval[i]
-                if abs(ts - t) <= GRID_EPS * h:
-                    xi, zi, exact = x, z, True
-                elif abs(ts - t1) <= GRID_EPS * h:
-                    xi, zi, exact = x1, z1, True
-                else:
-                    u = (ts - t) / h
-                    h00, h10 = 2 * u**3 - 3 * u**2 + 1, u**3 - 2 * u**2 + u
-                    h01, h11 = -2 * u**3 + 3 * u**2, u**3 - u**2
-                    xi = h00 * x + h10 * h * f + h01 * x1 + h11 * h * f1
-                    zi, exact = z1, False
-                req.index.append((b, int(i)))
-                req.x.append(xi)
-                req.z.append(zi)
-                req.seg.append(s)
-                req.exact.append(exact)
-            t, x, z, f = t1, x1, z1, f1
-    return req
+        seg, first = plan.seg[b, :count], plan.first[b, :count]
+        t1 = plan.t_new[b, :count]
+        x1, z1, f1 = xs[:count, b], zs[:count, b], fs[:count, b]
+        # each step's start: the segment's start point where it opens one, else the last step
+        opens = np.nonzero(first)[0]
+        t0 = np.concatenate([[plan.t0[b]], t1[:-1]])
+        x0, z0, f0 = (np.concatenate([v[:1], v[:-1]]) for v in (x1, z1, f1))
+        for k in opens:
+            segment = plan.segments[b][seg[k]]
+            t0[k] = segment.t_start
+            x0[k], z0[k], f0[k] = (buf[seg[k], b] for buf in starts)
+            if segment.event is not None:
+                builder.events.append({"time": segment.t_start, "label": segment.event.label})
+        # accepted points: every step's end, with each segment's start point before its first
+        order = np.argsort(np.concatenate([np.arange(count), opens - 0.5]), kind="stable")
+        builder.accept_many(
+            np.concatenate([t1, t0[opens]])[order],
+            np.concatenate([x1, x0[opens]])[order],
+            np.concatenate([z1, z0[opens]])[order],
+        )
+        ts = builder.t_eval
+        k = np.minimum(np.searchsorted(t1, ts, side="right"), count - 1)
+        h = t1[k] - t0[k]
+        at0 = np.abs(ts - t0[k]) <= GRID_EPS * h
+        at1 = ~at0 & (np.abs(ts - t1[k]) <= GRID_EPS * h)
+        u = ((ts - t0[k]) / h)[:, None]
+        hh = h[:, None]
+        x = (
+            (2 * u**3 - 3 * u**2 + 1) * x0[k]
+            + (u**3 - 2 * u**2 + u) * hh * f0[k]
+            + (-2 * u**3 + 3 * u**2) * x1[k]
+            + (u**3 - u**2) * hh * f1[k]
+        )
+        x = np.where(at0[:, None], x0[k], np.where(at1[:, None], x1[k], x))
+        z = np.where(at0[:, None], z0[k], z1[k])
+        out.append(_Samples(b, np.arange(len(ts)), x, z, seg[k], at0 | at1))
+    return out
 
 
-def _fill(system, plan: _Plan, req: _Samples, builders) -> tuple[float, float]:
+def _fill(system, plan: _Plan, requests: list[_Samples], builders) -> tuple[float, float]:
     """Solve every sample's z in one call (padded to a power of two) and store the samples;
     returns the seconds spent compiling and loading. A sample whose Newton does not converge
     is left NaN: its member is then solved alone."""
-    if not req.index:
+    if not requests:
         return 0.0, 0.0
-    n = len(req.index)
+    n = sum(len(r.index) for r in requests)
     size = _bucket(n)
-    xs = np.zeros((size, system.n_x))
-    zs = np.zeros((size, system.n_z))
-    xs[:n], zs[:n] = np.asarray(req.x), np.asarray(req.z)
-    xs[n:], zs[n:] = xs[0], zs[0]
-    exact = np.ones(size, bool)
-    seg = np.zeros(size, np.int32)
-    member = np.zeros(size, np.int32)
-    exact[:n], seg[:n] = req.exact, req.seg
-    member[:n] = [b for b, _ in req.index]
+    pad = size - n
+
+    def stacked(name: str, fill) -> np.ndarray:  # noqa: ANN001
+        parts = [getattr(r, name) for r in requests]
+        return np.concatenate(parts + [np.repeat(fill(parts[0][:1]), pad, axis=0)])
+
+    xs, zs = stacked("x", lambda v: v), stacked("z", lambda v: v)
+    exact = stacked("exact", np.ones_like).astype(bool)
+    seg = stacked("seg", np.zeros_like).astype(np.int32)
+    member = np.concatenate(
+        [np.full(len(r.index), r.member, np.int32) for r in requests] + [np.zeros(pad, np.int32)]
+    )
     args = (xs, zs, exact, seg, member, plan.params)
     program, compile_s, load_s = _compiled(system, "recover", _recover_function, args)
     z_out, y_out, residual = jax.device_get(program(*args))
-    for j, (b, i) in enumerate(req.index):
-        if not (residual[j] <= ALGEBRAIC_TOL and np.all(np.isfinite(z_out[j]))):
-            continue  # left NaN: the member is solved alone
-        builder = builders[b]
-        builder.x_eval[i], builder.z_eval[i], builder.y_eval[i] = req.x[j], z_out[j], y_out[j]
+    good = (residual <= ALGEBRAIC_TOL) & np.all(np.isfinite(z_out), axis=1)
+    start = 0
+    for r in requests:
+        rows = slice(start, start + len(r.index))
+        keep = good[rows]  # the others stay NaN: the member is solved alone
+        builder = builders[r.member]
+        builder.x_eval[r.index[keep]] = r.x[keep]
+        builder.z_eval[r.index[keep]] = z_out[rows][keep]
+        builder.y_eval[r.index[keep]] = y_out[rows][keep]
+        start += len(r.index)
     return compile_s, load_s

@@ -31,7 +31,9 @@ def test_runs_solved_together_are_stored_as_runs_solved_alone(sqlite_settings, s
     context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
     together, together_ids = campaign(context, SPEC)
     alone, alone_ids = campaign(context, SPEC)
-    assert vector_config(context, together_ids) == ("wscc9", "trapezoid")
+    inputs = vector_config(context, together_ids)
+    assert inputs is not None and set(inputs) == set(together_ids)
+    assert {(i.network, i.method) for i in inputs.values()} == {("wscc9", "trapezoid")}
     phases: list[dict] = []
     outcomes = execute_batch(together_ids, worker="t", ctx=context, phases=phases)
     assert outcomes == ["succeeded"] * 6

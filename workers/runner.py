@@ -484,10 +484,12 @@ def execute_batch(
     ctx = ctx or worker_context()
     from workers.vectorized import execute_together, vector_config
 
-    if vector_config(ctx, run_ids) is not None:  # solved together, vectorized across runs
+    inputs = vector_config(ctx, run_ids)
+    if inputs is not None:  # solved together, vectorized across runs
         outcomes = execute_together(
-            run_ids, worker=worker, ctx=ctx, time_limit_errors=time_limit_errors, phases=phases
-        )
+            run_ids, worker=worker, ctx=ctx, inputs=inputs, time_limit_errors=time_limit_errors,
+            phases=phases,
+        )  # fmt: skip
         return [outcomes[run_id] for run_id in run_ids]
     settings = ctx.settings
     bound = min(settings.result_flush_seconds,

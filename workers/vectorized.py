@@ -38,9 +38,11 @@ from workers.runner import (
 log = logging.getLogger(__name__)
 
 
-def vector_config(ctx: WorkerContext, run_ids: list[int]) -> tuple[str, str] | None:
-    """(network, method) when every run of the batch shares network, method and options and
-    the method solves them as a batch here; else None (the runs go one after the other)."""
+def vector_config(ctx: WorkerContext, run_ids: list[int]) -> dict[int, repo.RunInputs] | None:
+    """The batch's inputs (run id -> inputs, read in one transaction) when every run shares
+    network, method and options and the method solves them as a batch here; else None (the
+    runs go one after the other). ``execute_together`` uses these inputs after its claims: a
+    campaign cancelled in between has its queued runs cancelled, so they are not claimed."""
     if len(run_ids) < 2:
         return None
     from models.library import build_system
@@ -66,7 +68,9 @@ def vector_config(ctx: WorkerContext, run_ids: list[int]) -> tuple[str, str] | N
         raise
     except Exception:  # noqa: BLE001 - bad inputs are recorded run by run on the other path
         return None
-    return (first.network, first.method) if batchable(system, first.method, options) else None
+    if not batchable(system, first.method, options):
+        return None
+    return {i.run_id: i for i in inputs}
 
 
 class GroupLease:
@@ -124,11 +128,12 @@ def execute_together(
     *,
     worker: str,
     ctx: WorkerContext,
+    inputs: dict[int, repo.RunInputs],
     time_limit_errors: tuple[type[BaseException], ...] = (),
     phases: list[dict[str, float]] | None = None,
 ) -> dict[int, str]:
-    """Claim, build, solve together and publish ``run_ids`` (one configuration); returns each
-    run's outcome in a word (as ``execute_run``)."""
+    """Claim, build, solve together and publish ``run_ids`` (one configuration, ``inputs``
+    from ``vector_config``); returns each run's outcome in a word (as ``execute_run``)."""
     from solvers.status import FailureReason, RunStatus
 
     outcomes: dict[int, str] = {}
@@ -159,10 +164,6 @@ def execute_together(
     if not claims:
         return outcomes
 
-    def read_inputs() -> dict[int, repo.RunInputs]:
-        with ctx.db.read() as session:
-            return {c.run_id: repo.run_inputs(session=session, run_id=c.run_id) for c in claims}
-
     def finish_all(pending: list[repo.Claim], status, reason: FailureReason, message: str,
                    **fields: Any) -> None:  # fmt: skip
         for claim in pending:
@@ -173,7 +174,6 @@ def execute_together(
     pending = list(claims)
     try:
         with GroupLease(ctx, claims) as lease:
-            inputs = with_db_retry(read_inputs, settings=ctx.settings, what="batch inputs")
             for claim in claims:
                 try:
                     ready = prepare_run(ctx, claim, records[claim.run_id], inputs[claim.run_id])
