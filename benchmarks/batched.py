@@ -1,12 +1,16 @@
 """Runs solved together: CPU seconds per run and runs per CPU second for batch sizes 1, 8, 64.
 
     python benchmarks/batched.py [--networks wscc9 ieee39] [--batches 1 8 64] [--t-end 1.0]
-                                 [--dt 1e-3] [--json]
+                                 [--dt 1e-3] [--method trapezoid|raptor] [--json]
 
 For each network, ``B`` scenarios of one campaign (a bolted fault at each bus in turn, cleared
 after 50 ms, each from its own perturbed initial condition) are solved by the fixed-step
 trapezoid through ``solvers.solve_batch``: B = 1 is the one-at-a-time path (``solve``), larger
-B the vectorized batch (``solvers.trapezoid_batch``). Each batch is solved once to compile (the
+B the vectorized batch (``solvers.trapezoid_batch``). ``--method raptor`` solves the members
+with RAPTOR (default options, dense linear algebra) through its lockstep batch
+(``solvers.raptor.batch``, called directly: ``solve_batch`` uses it only on an accelerator).
+The same members are also solved one after the other with ``solve`` (warm), and the ratio
+against them is printed beside the ratio against B = 1. Each batch is solved once to compile (the
 compile seconds are reported apart), then timed on the process CPU clock (``time.process_time``;
 XLA may use a second thread for large batches, which the CPU clock counts). Every batched
 member is checked against its solo solve (largest state difference on the output grid).
@@ -52,35 +56,49 @@ def scenarios(system, count: int, t_end: float):
     return out
 
 
-def measure(network: str, batch: int, t_end: float, dt: float) -> dict:
+def measure(network: str, batch: int, t_end: float, dt: float, method: str = "trapezoid") -> dict:
     import numpy as np
 
     from models.library import build_system
     from solvers import solve, solve_batch
+    from solvers.raptor.batch import solve_raptor_batch
+    from solvers.raptor.options import RaptorOptions
 
     system = build_system(network)
     members = scenarios(system, batch, t_end)
+    options = {"dt": dt} if method == "trapezoid" else {"linear_solver": "dense"}
+
+    def together():
+        if method == "raptor" and batch > 1:
+            return solve_raptor_batch(system, members, RaptorOptions(**options))
+        return solve_batch(system, members, method, **options)
+
     start = time.process_time()
-    first = solve_batch(system, members, "trapezoid", dt=dt)
+    first = together()
     first_cpu = time.process_time() - start
     start = time.process_time()
-    results = solve_batch(system, members, "trapezoid", dt=dt)
+    results = together()
     cpu = time.process_time() - start
+    start = time.process_time()
+    alone = [solve(system, sc, method, **options) for sc in members]
+    alone_cpu = time.process_time() - start
     check = members[: min(batch, 4)]
     worst = max(
-        float(np.max(np.abs(r.x_eval - solve(system, sc, "trapezoid", dt=dt).x_eval)))
-        for r, sc in zip(results, check, strict=False)
+        float(np.max(np.abs(r.x_eval - a.x_eval)))
+        for r, a in zip(results[: len(check)], alone, strict=False)
     )
     return {
         "network": network,
+        "method": method,
         "unknowns": system.n_x + system.n_z,
         "batch": batch,
         "cpu_per_run_s": cpu / batch,
         "runs_per_cpu_s": batch / cpu,
+        "same_runs_alone_cpu_per_run_s": alone_cpu / batch,
         "first_call_cpu_s": first_cpu,
         "compile_load_s": sum(r.stats.compile_seconds + r.stats.load_seconds for r in first),
         "steps_per_run": results[0].stats.accepted,
-        "succeeded": sum(r.succeeded for r in results),
+        "succeeded": sum(r is not None and r.succeeded for r in results),
         "max_diff_vs_solo": worst,
         "load": load_average(),
     }
@@ -92,19 +110,21 @@ def main() -> None:
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8, 64])
     parser.add_argument("--t-end", type=float, default=1.0)
     parser.add_argument("--dt", type=float, default=1e-3)
+    parser.add_argument("--method", choices=["trapezoid", "raptor"], default="trapezoid")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows = []
     for network in args.networks:
         for batch in args.batches:
-            rows.append(measure(network, batch, args.t_end, args.dt))
+            rows.append(measure(network, batch, args.t_end, args.dt, args.method))
             if not args.json:
                 r = rows[-1]
                 solo = next(x for x in rows if x["network"] == network)["cpu_per_run_s"]
                 print(
                     f"{network:7s} B={batch:3d}  {r['cpu_per_run_s'] * 1e3:8.1f} ms CPU/run  "
                     f"{r['runs_per_cpu_s']:7.2f} runs/CPU-s  x{solo / r['cpu_per_run_s']:5.2f} "
-                    f"vs B=1  compile+load {r['compile_load_s']:5.1f} s  "
+                    f"vs B=1  x{r['same_runs_alone_cpu_per_run_s'] / r['cpu_per_run_s']:5.2f} vs "
+                    f"the same runs alone  compile+load {r['compile_load_s']:5.1f} s  "
                     f"ok {r['succeeded']}/{batch}  max|dx| vs solo {r['max_diff_vs_solo']:.1e}  "
                     f"load {r['load']}",
                     flush=True,

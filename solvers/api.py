@@ -46,17 +46,29 @@ def solve_batch(
     """``solve`` for several scenarios of one system with one method and option set, in order.
 
     Where the method allows it the scenarios are integrated together, vectorized across them
-    (``solvers.trapezoid_batch``: the fixed-step trapezoid); otherwise, and for any member that
-    fails in the batch, one after the other with ``solve``: the results are the ones ``solve``
-    gives, to round-off. A batched member's ``solve_seconds`` and ``compile_seconds`` are its
-    share of the batch's."""
-    from solvers.trapezoid_batch import batchable, solve_trapezoid_batch
-
+    (``solvers.trapezoid_batch``: the fixed-step trapezoid; ``solvers.raptor.batch``: RAPTOR
+    with dense linear algebra); otherwise, and for any member that fails in the batch, one
+    after the other with ``solve``: the results are the ones ``solve`` gives, to round-off. A
+    batched member's ``solve_seconds`` and ``compile_seconds`` are its share of the batch's."""
     typed = get_method(method).options.model_validate(options)
     results: list[SolveResult | None] = [None] * len(scenarios)
-    if len(scenarios) > 1 and batchable(system, method, typed):
-        results = solve_trapezoid_batch(system, scenarios, typed)
+    solver = batch_solver(system, method, typed) if len(scenarios) > 1 else None
+    if solver is not None:
+        results = solver(system, scenarios, typed)
     return [
         result if result is not None else solve(system, scenario, method, **options)
         for scenario, result in zip(scenarios, results, strict=True)
     ]
+
+
+def batch_solver(system: DAESystem, method: str, typed_options: Any) -> Callable | None:
+    """The function that solves ``method``'s scenarios on ``system`` together, or None where
+    the method (with these options, at this size) goes one run after the other."""
+    from solvers import trapezoid_batch
+    from solvers.raptor import batch as raptor_batch
+
+    if trapezoid_batch.batchable(system, method, typed_options):
+        return trapezoid_batch.solve_trapezoid_batch
+    if raptor_batch.batchable(system, method, typed_options):
+        return raptor_batch.solve_raptor_batch
+    return None

@@ -27,6 +27,7 @@ reduced Jacobian f_x - f_z g_z^-1 g_x and for the robust algebraic fallbacks.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any, Literal
 
@@ -81,7 +82,9 @@ class DenseLinalg:
 
     def __init__(self, structure: JacobianStructure, n_slots: int) -> None:
         self.pattern = _Pattern(structure)
-        self.lock = threading.Lock()
+        # no state to protect: runs share it freely (several suspended in one thread when
+        # solved together, ``solvers.raptor.batch``)
+        self.lock = contextlib.nullcontext()
 
     def handles(self) -> dict:
         return {}

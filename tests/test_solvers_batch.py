@@ -106,3 +106,43 @@ def test_ieee39_batch_matches_solo() -> None:
         for name in ("x", "x_eval", "z_eval", "y_eval"):
             np.testing.assert_allclose(getattr(member, name), getattr(alone, name), atol=1e-9)
         assert member.stats.accepted == alone.stats.accepted
+
+
+def test_raptor_members_solved_together_match_their_solo_solves() -> None:
+    """RAPTOR's lockstep batch (``solvers.raptor.batch``, dense linear algebra) runs each
+    member's own control logic, so every member takes the same intervals, rejections and
+    chord iterations as alone; the values differ only by the vmapped arithmetic's round-off.
+    A member that fails in the batch comes back None (``solve_batch`` re-solves it alone)."""
+    from solvers.raptor.batch import batchable as raptor_batchable
+    from solvers.raptor.batch import solve_raptor_batch
+    from solvers.raptor.options import RaptorOptions
+
+    system = build_system("wscc9")
+    scenarios = [
+        scenario(system, {"kind": "bus_fault", "bus": "bus7", "t_fault": 0.05, "t_clear": 0.1}, 0),
+        scenario(system, {"kind": "branch_trip", "branch": "br_6_7", "t": 0.0731}, 1, n_eval=17),
+        scenario(system, {"kind": "none"}, 2, t_end=0.3),
+        scenario(system, {"kind": "load_step", "bus": "bus9", "t": 0.2, "scale": 1.2}, 3),
+        scenario(system, {"kind": "bus_fault", "bus": "bus5", "t_fault": 0.1, "t_clear": 0.17}, 4),
+    ]
+    options = RaptorOptions(linear_solver="dense")
+    batched = solve_raptor_batch(system, scenarios, options)
+    for member, sc in zip(batched, scenarios, strict=True):
+        alone = solve(system, sc, "raptor", linear_solver="dense")
+        assert member is not None and member.status is alone.status is RunStatus.SUCCEEDED
+        for counter in ("accepted", "rejected", "newton_iterations", "lu_factorizations",
+                        "jacobian_evaluations"):  # fmt: skip
+            assert getattr(member.stats, counter) == getattr(alone.stats, counter), counter
+        # the interval lengths follow the error estimates, which differ by round-off
+        np.testing.assert_allclose(member.t, alone.t, rtol=1e-8, atol=0)
+        for name in ("x_eval", "z_eval", "y_eval"):
+            np.testing.assert_allclose(getattr(member, name), getattr(alone, name), atol=1e-8)
+        assert member.events == alone.events
+        assert member.stats.solve_seconds > 0
+    # a step-size floor above every interval: each member fails, in the batch as alone
+    failing = solve_raptor_batch(system, scenarios[:2], RaptorOptions(min_interval=0.5))
+    assert failing == [None, None]
+    # on the CPU, batches of RAPTOR go one after the other (the module doc has the numbers)
+    import jax
+
+    assert raptor_batchable(system, "raptor", options) is (jax.default_backend() != "cpu")

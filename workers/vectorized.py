@@ -1,7 +1,7 @@
 """A batch message's runs solved together, vectorized across them (``solvers.solve_batch``).
 
 A batch carries runs of one configuration (``raptorgrid.batching``); when its method can be
-solved as a batch (``solvers.trapezoid_batch.batchable``) the worker claims the runs, builds
+solved as a batch (``solvers.api.batch_solver``) the worker claims the runs, builds
 them, solves them in one call and publishes them together (``workers.runner.commit``: one Zarr
 block, one SQL transaction). The guarantees are the one-at-a-time path's: each run is claimed
 with its own lease and attempt count; the leases are renewed together from a thread while the
@@ -46,8 +46,8 @@ def vector_config(ctx: WorkerContext, run_ids: list[int]) -> dict[int, repo.RunI
     if len(run_ids) < 2:
         return None
     from models.library import build_system
+    from solvers.api import batch_solver
     from solvers.catalogue import validate_options
-    from solvers.trapezoid_batch import batchable
 
     def read() -> list[repo.RunInputs]:
         with ctx.db.read() as session:
@@ -68,7 +68,7 @@ def vector_config(ctx: WorkerContext, run_ids: list[int]) -> dict[int, repo.RunI
         raise
     except Exception:  # noqa: BLE001 - bad inputs are recorded run by run on the other path
         return None
-    if not batchable(system, first.method, options):
+    if batch_solver(system, first.method, options) is None:
         return None
     return {i.run_id: i for i in inputs}
 
