@@ -5,6 +5,7 @@ and wscc9 (``PROJECT_MODELS``; per unit on the system base, without limits so f 
 ``models.assembly`` turns a network and device instances into one ``DAESystem``."""
 
 from models.devices.base import DeviceModel
+from models.devices.esdc2a import ESDC2A
 from models.devices.esst3a import ESST3A
 from models.devices.exdc2 import EXDC2
 from models.devices.exst1 import EXST1
@@ -27,8 +28,8 @@ from models.devices.two_axis import TWO_AXIS
 
 MODELS: dict[str, DeviceModel] = {
     m.name: m
-    for m in (ESST3A, EXDC2, EXST1, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEEX1, SEXS, ST2CUT,
-              TGOV1)
+    for m in (ESDC2A, ESST3A, EXDC2, EXST1, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEEX1, SEXS,
+              ST2CUT, TGOV1)
 }  # fmt: skip
 """Supported ``.dyr`` model names -> models."""
 PROJECT_MODELS: dict[str, DeviceModel] = {
@@ -39,6 +40,7 @@ PROJECT_MODELS: dict[str, DeviceModel] = {
 """The project's models by name (the ``CaseConfig`` names of the MATPOWER builder)."""
 
 __all__ = [
+    "ESDC2A",
     "ESST3A",
     "EXDC2",
     "EXST1",

@@ -19,7 +19,7 @@ from models.devices import MODELS
 from models.psse.records import PsseError, split_record
 
 KNOWN_UNSUPPORTED_ROLES = {
-    "ESDC2A": "exciter", "IEEET1": "exciter",
+    "IEEET1": "exciter",
     "ESST1A": "exciter", "ESAC1A": "exciter", "EXAC1": "exciter", "SCRX": "exciter",
     "GAST": "governor", "HYGOV": "governor", "GGOV1": "governor", "IEESGO": "governor",
     "PSS2A": "stabilizer", "PSS2B": "stabilizer",

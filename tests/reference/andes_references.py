@@ -63,6 +63,9 @@ CASES = {
     "wecc_gencls": (
         "wecc.raw", "wecc_gencls.dyr", {"fault_bus": 38, "line": (38, 45, "1"), "gen": (39, "1")}
     ),
+    "wecc_full": (
+        "wecc.raw", "wecc_full.dyr", {"fault_bus": 38, "line": (38, 45, "1"), "gen": (39, "1")}
+    ),
     "ieee39_repaired": (
         "ieee39_repaired.raw", "ieee39_repaired.dyr",
         {"fault_bus": 16, "line": (16, 17, "1"), "gen": (38, "1")},
