@@ -30,6 +30,9 @@ def test_batch_size_follows_the_expected_cost(tmp_path) -> None:  # noqa: ANN001
 def test_batches_never_mix_configurations() -> None:
     runs = [RunToSend(i, ("radau", "rtol=1e-4" if i < 5 else "rtol=1e-6")) for i in range(1, 9)]
     assert batches(runs, 3) == [[1, 2, 3], [4], [5, 6, 7], [8]]
+    # interleaved configurations (each scenario's methods listed together) still batch
+    mixed = [RunToSend(i, ("trapezoid", "dt=1e-6" if i % 2 else "dt=1e-7")) for i in range(1, 9)]
+    assert batches(mixed, 3) == [[1, 3, 5], [7], [2, 4, 6], [8]]
 
 
 def test_a_batch_is_one_message(tmp_path) -> None:  # noqa: ANN001

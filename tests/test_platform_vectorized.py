@@ -4,6 +4,8 @@ the group's lease tells lost and cancelled runs apart."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from raptorgrid import repository as repo
 from raptorgrid.tables import utcnow
@@ -35,12 +37,15 @@ def test_runs_solved_together_are_stored_as_runs_solved_alone(sqlite_settings, s
     assert inputs is not None and set(inputs) == set(together_ids)
     assert {(i.network, i.method) for i in inputs.values()} == {("wscc9", "trapezoid")}
     phases: list[dict] = []
+    start = time.perf_counter()
     outcomes = execute_batch(together_ids, worker="t", ctx=context, phases=phases)
+    batch_wall = time.perf_counter() - start
     assert outcomes == ["succeeded"] * 6
     assert all({"claim", "build", "solve", "write", "commit"} <= set(p) for p in phases)
     for run_id in alone_ids:
         assert execute_run(run_id, worker="t", ctx=context) == "succeeded"
     root = sqlite_settings.zarr_root
+    accounted = 0.0
     with sqlite_db.read() as session:
         for a, b in zip(together_ids, alone_ids, strict=True):
             run, _, metrics = repo.get_run(session=session, run_id=a)
@@ -52,6 +57,10 @@ def test_runs_solved_together_are_stored_as_runs_solved_alone(sqlite_settings, s
             for counter in ("accepted", "newton_iterations", "lu_factorizations"):
                 assert getattr(metrics, counter) == getattr(own_metrics, counter), counter
             assert metrics.solve_seconds > 0 and metrics.overhead_seconds >= 0
+            accounted += (metrics.solve_seconds + metrics.compile_seconds
+                          + metrics.load_seconds + metrics.overhead_seconds)  # fmt: skip
+    # each run is charged its share of the batch, not the whole batch's time
+    assert accounted <= batch_wall, (accounted, batch_wall)
     # a redelivered batch: every run is final already, nothing is solved again
     assert execute_batch(together_ids, worker="t", ctx=context) == ["skipped"] * 6
     with sqlite_db.read() as session:

@@ -414,12 +414,21 @@ def prepare_run(
 
 
 def solved_run(
-    prepared: Prepared, result: SolveResult, phases: dict[str, float], call_seconds: float
+    prepared: Prepared,
+    result: SolveResult,
+    phases: dict[str, float],
+    call_seconds: float,
+    *,
+    batched: bool = False,
 ) -> Solved:
     """The solved run with its Zarr dataset, ready to publish (``commit``); ``call_seconds``:
-    this run's share of the method call (kernels, compile/load and solve)."""
+    this run's share of the method call (kernels, compile/load and solve). Its time before
+    publishing besides the call: alone, everything since its inputs were read; ``batched``
+    (solved with others), its own claim share, build and dataset (the time since its inputs
+    were read spans the other members' builds and the whole call)."""
     claim, inputs = prepared.claim, prepared.inputs
     phases["solve"] = call_seconds
+    mark = time.perf_counter()
     dataset = result_dataset(
         result,
         attrs={
@@ -436,7 +445,11 @@ def solved_run(
         probe=inputs.clearing_time is not None,
         result=result,
         dataset=dataset,
-        before_seconds=phases["claim"] + time.perf_counter() - prepared.inputs_mark - call_seconds,
+        before_seconds=(
+            phases["claim"] + phases["build"] + time.perf_counter() - mark
+            if batched
+            else phases["claim"] + time.perf_counter() - prepared.inputs_mark - call_seconds
+        ),
         phases=phases,
     )
 

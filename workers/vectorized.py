@@ -236,5 +236,5 @@ def _solve(ctx: WorkerContext, lease: GroupLease, prepared: list[Prepared], reco
         elif states[run_id] is repo.LeaseState.LOST:
             log.warning("run %d: lease lost while solving; leaving the run to it", run_id)
         else:
-            solved.append(solved_run(p, result, records[run_id], share))
+            solved.append(solved_run(p, result, records[run_id], share, batched=True))
     return solved

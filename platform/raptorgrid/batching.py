@@ -46,19 +46,15 @@ def batch_size(*, expected_seconds: float, n_runs: int, settings: Settings) -> i
 
 
 def batches(runs: Iterable[RunToSend], size: int) -> list[list[int]]:
-    """Consecutive runs of one configuration, ``size`` at a time (order kept)."""
-    out: list[list[int]] = []
-    current: list[int] = []
-    config: tuple[str, str] | None = None
+    """The runs of each configuration, ``size`` at a time, in their order; configurations in
+    the order they first appear. Grouped by configuration, not only consecutive runs: a campaign
+    lists each scenario's methods together (radau, trapezoid dt 1e-6, trapezoid dt 1e-7, then the
+    next scenario), so consecutive runs of one configuration were single runs and no batch
+    formed."""
+    by_config: dict[tuple[str, str], list[int]] = {}
     for run in runs:
-        if current and (run.config != config or len(current) >= size):
-            out.append(current)
-            current = []
-        config = run.config
-        current.append(run.run_id)
-    if current:
-        out.append(current)
-    return out
+        by_config.setdefault(run.config, []).append(run.run_id)
+    return [ids[k : k + size] for ids in by_config.values() for k in range(0, len(ids), size)]
 
 
 def single(run_ids: Sequence[int]) -> list[list[int]]:
