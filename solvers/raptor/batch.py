@@ -20,7 +20,8 @@ device program. Not on this project's CPUs (``benchmarks/batched.py --method rap
 2026-12-04): an attempt is bound by its LAPACK work, not by dispatch (wscc9: five 45 x 45
 complex LUs take 0.65 of its 1.3 ms; SciPy's own LU of that size is 58 us, ~1 GFlop/s), so a
 vmapped attempt costs each member what it costs alone (1.24 vs 1.3 ms), and a wscc9 batch of 8
-ran at 1.03x the one-at-a-time runs. ``batchable`` therefore selects it only when JAX's default
+ran at 1.03x the one-at-a-time runs; on ieee39 an attempt of 8 members cost each 18.4 ms against
+10.1 ms alone. ``batchable`` therefore selects it only when JAX's default
 backend is not the CPU; ``solve_raptor_batch`` can be called directly on any backend.
 ``MAX_WIDTH``: on XLA:CPU (jaxlib 0.10.2) a 16-member wscc9 attempt never returned (all
 threads waiting; unchanged with ``--xla_cpu_multi_thread_eigen=false``, with the ynn fusion off
