@@ -97,3 +97,22 @@ def test_consolidated_campaign_opens_without_warnings(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         ds = xr.open_zarr(str(zs.campaign_store(tmp_path, 9)), group="run_2")
     np.testing.assert_array_equal(ds.x.values, fake_result(seed=2).x_eval)
+
+
+def test_a_block_is_made_durable_by_one_filesystem_sync(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A block of runs is flushed by one syncfs of its filesystem before any pointer is
+    published (no per-file fsyncs); where syncfs is unavailable every file is fsynced; both
+    read back the same runs."""
+    flushed: list[Path] = []
+    monkeypatch.setattr(zs, "_fsync_tree", lambda root: flushed.append(root))
+    runs = [(k, zs.result_dataset(fake_result(seed=k), attrs={"run_id": k})) for k in (1, 2, 3)]
+    assert zs._sync_filesystem(tmp_path), "syncfs(2) is expected on Linux"
+    zs.write_block(str(tmp_path / "a"), 1, runs, fsync=True)
+    assert flushed == []
+    monkeypatch.setattr(zs, "_sync_filesystem", lambda path: False)
+    zs.write_block(str(tmp_path / "b"), 1, runs, fsync=True)
+    assert len(flushed) == 1 + len(runs)  # the block, then each pointer
+    for run_id, dataset in runs:
+        for root in ("a", "b"):
+            stored = zs.open_run(str(tmp_path / root), 1, run_id).load()
+            np.testing.assert_array_equal(stored["x"].values, dataset["x"].values)
