@@ -50,10 +50,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.devices.base import DeviceModel, problems_where, quadratic_through, saturation
+from models.devices.base import DeviceModel, quadratic_through, saturation
 from models.devices.exdc2 import _derivatives as _exdc2_derivatives
 from models.devices.exdc2 import _init as _exdc2_init
-from models.devices.ieeex1 import PARAMS
+from models.devices.ieeex1 import PARAMS, dc_exciter_problems
 
 NO_LIMIT = 999.0
 """Effective VRMAX (times VT) where the record gives VRMAX = 0 (no upper limit)."""
@@ -65,20 +65,7 @@ def _vrmax(p):
 
 def _check(p) -> list:
     """IEEEX1's rules without its refusal of KE = 0, VRMAX read as its effective value."""
-    out = problems_where(p["TR"] < 0, "TR", "must be >= 0 (s)")
-    out += problems_where(p["TB"] < 0, "TB", "must be >= 0 (s)")
-    out += problems_where((p["TB"] == 0) & (p["TC"] != 0), "TC", "must be 0 when TB = 0")
-    for k in ("KA", "TA", "TE", "TF1"):
-        out += problems_where(p[k] <= 0, k, "must be > 0")
-    out += problems_where(p["KF"] < 0, "KF", "must be >= 0")
-    out += problems_where(p["Switch"] != 0, "Switch", "must be 0")
-    out += problems_where(~(_vrmax(p) > p["VRMIN"]), "VRMAX", "must be > VRMIN (0: no limit)")
-    sat = ((p["SE1"] > 0) | (p["SE2"] > 0)) & (p["E1"] != 0) & (p["E2"] != 0)
-    out += problems_where(sat & ~((p["E1"] > 0) & (p["E2"] > p["E1"])), "E2",
-                          "saturation needs 0 < E1 < E2")  # fmt: skip
-    out += problems_where(sat & ~(p["SE2"] * p["E2"] > p["SE1"] * p["E1"]), "SE2",
-                          "needs SE(E2) E2 > SE(E1) E1")  # fmt: skip
-    return out
+    return dc_exciter_problems(p, _vrmax(p), "must be > VRMIN (0: no limit)")
 
 
 def _effective(p, efd) -> dict:

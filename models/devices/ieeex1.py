@@ -43,15 +43,22 @@ PARAMS = ("TR", "KA", "TA", "TB", "TC", "VRMAX", "VRMIN", "KE", "TE", "KF", "TF1
 
 def _check(p) -> list:
     """Values the model cannot use (PSS/E's rules, see the module docstring)."""
+    out = dc_exciter_problems(p, p["VRMAX"], "must be > VRMIN")
+    return out + problems_where(p["KE"] == 0, "KE",
+                                "= 0 (computed at initialization) is not supported")  # fmt: skip
+
+
+def dc_exciter_problems(p, vrmax, vrmax_rule: str) -> list:
+    """The rules the DC commutator exciters (IEEEX1, EXDC2, ESDC2A: one parameter list) share;
+    ``vrmax``: the upper regulator limit as the model reads it."""
     out = problems_where(p["TR"] < 0, "TR", "must be >= 0 (s)")
     out += problems_where(p["TB"] < 0, "TB", "must be >= 0 (s)")
     out += problems_where((p["TB"] == 0) & (p["TC"] != 0), "TC", "must be 0 when TB = 0")
     for k in ("KA", "TA", "TE", "TF1"):
         out += problems_where(p[k] <= 0, k, "must be > 0")
     out += problems_where(p["KF"] < 0, "KF", "must be >= 0")
-    out += problems_where(p["KE"] == 0, "KE", "= 0 (computed at initialization) is not supported")
     out += problems_where(p["Switch"] != 0, "Switch", "must be 0")
-    out += problems_where(~(p["VRMAX"] > p["VRMIN"]), "VRMAX", "must be > VRMIN")
+    out += problems_where(~(vrmax > p["VRMIN"]), "VRMAX", vrmax_rule)
     sat = ((p["SE1"] > 0) | (p["SE2"] > 0)) & (p["E1"] != 0) & (p["E2"] != 0)
     out += problems_where(sat & ~((p["E1"] > 0) & (p["E2"] > p["E1"])), "E2",
                           "saturation needs 0 < E1 < E2")  # fmt: skip
