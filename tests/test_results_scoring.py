@@ -193,3 +193,11 @@ def test_indicators_by_name() -> None:
                                                          np.linspace(160, 0, 5)]))  # fmt: skip
     back = stability_indicators(swing, f_hz=50.0)
     assert back.stable and back.severity == pytest.approx(200 / 360) and tsi(back.severity) > 0
+    # a generator trip: the tripped machine (b) runs away unloaded; out of service, it leaves
+    # the angle separation and the centre of inertia (a branch trip's label changes nothing)
+    tripped = ds.assign_attrs(events='[{"time": 0.1, "label": "trip b"}]')
+    out = stability_indicators(tripped, f_hz=50.0)
+    assert out.stable and out.max_angle_spread_deg == 0.0
+    assert out.frequency_nadir_hz == pytest.approx(50.0)  # omega[a] = 1 throughout
+    line = ds.assign_attrs(events='[{"time": 0.1, "label": "trip br_1_2"}]')
+    assert stability_indicators(line, f_hz=50.0).max_angle_spread_deg == pytest.approx(400.0)

@@ -10,6 +10,8 @@
 * transient stability index (TSI, the index of DSATools' TSAT): with delta_max the largest
   rotor-angle separation between any two machines over the horizon (deg),
   TSI = 100 (360 - delta_max) / (360 + delta_max), in (-100, 100]; TSI > 0 is stable;
+* machines a generator trip disconnected (``tripped_machines``) are left out of the angle
+  separation and the centre of inertia: out of service, they run away unloaded;
 * verdict: stable when TSI > 0 (delta_max < 360 deg) and the trajectory is finite; a network
   without machine angles is judged on finiteness alone;
 * severity: delta_max / 360 deg, the ranking key (larger = worse), so severity >= 1 exactly when
@@ -19,6 +21,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -83,14 +86,36 @@ class Indicators:
         return asdict(self)
 
 
-def named(ds: xr.Dataset, prefix: str) -> np.ndarray | None:
-    """Columns whose name starts with ``prefix`` (outputs first, then states), (time, k)."""
+def named(ds: xr.Dataset, prefix: str, skip: frozenset[str] = frozenset()) -> np.ndarray | None:
+    """Columns whose name starts with ``prefix`` (outputs first, then states), (time, k),
+    without the elements named in ``skip`` (``prefix`` + name + "]")."""
     for var, dim in (("y", "output"), ("x", "state")):
         names = [str(n) for n in ds[dim].values]
-        cols = [i for i, n in enumerate(names) if n.startswith(prefix)]
+        cols = [
+            i
+            for i, n in enumerate(names)
+            if n.startswith(prefix) and n[len(prefix) : -1] not in skip
+        ]
         if cols:
             return np.asarray(ds[var].isel({dim: cols}).values, dtype=float)
     return None
+
+
+def tripped_machines(ds: xr.Dataset) -> frozenset[str]:
+    """Machines a generator trip disconnected during the run (its events' ``trip <name>``
+    labels, ``models.disturbances.GeneratorTrip``, naming a machine with a rotor angle). A
+    tripped machine keeps turning unloaded and runs away; it is out of service, so it leaves
+    the angle separation and the centre of inertia (planning tools monitor in-service units
+    only): otherwise every trip of a generator would read as a loss of synchronism."""
+    events = ds.attrs.get("events") or "[]"
+    labels = [e.get("label", "") for e in (json.loads(events) if isinstance(events, str)
+                                             else events)]  # fmt: skip
+    names = {str(n) for dim in ("output", "state") for n in ds[dim].values}
+    return frozenset(
+        label[len("trip ") :]
+        for label in labels
+        if label.startswith("trip ") and f"delta[{label[len('trip ') :]}]" in names
+    )
 
 
 def stability_indicators(ds: xr.Dataset, *, f_hz: float = 60.0) -> Indicators:
@@ -98,11 +123,12 @@ def stability_indicators(ds: xr.Dataset, *, f_hz: float = 60.0) -> Indicators:
     t = np.asarray(ds["time"].values, dtype=float)
     finite = bool(np.all(np.isfinite(ds["x"].values)))
     spread = None
-    delta = named(ds, "delta[")
+    out = tripped_machines(ds)
+    delta = named(ds, "delta[", out)
     if delta is not None and delta.shape[1] > 0:
         spread = float(np.degrees(np.nanmax(delta.max(axis=1) - delta.min(axis=1))))
     nadir = nadir_t = zenith = zenith_t = None
-    omega = named(ds, "omega[")
+    omega = named(ds, "omega[", out)
     if omega is not None and omega.shape[1] > 0:
         coi = omega.mean(axis=1)
         k = int(np.nanargmin(coi))
