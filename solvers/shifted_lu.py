@@ -151,6 +151,30 @@ class KluLinalg:
             ),
         }
         self.analyses = 2
+        self.repivots = 0
+        self._retired: list[dict] = []
+
+    def repivot(self, vals: np.ndarray, slot_shifts: np.ndarray, h: float) -> None:
+        """Fresh numeric factorizations (new pivot order) of the slots, the filter and g_z at
+        these Jacobian values, replacing the handles (the old ones are kept, see below). A
+        refactorization keeps the pivot order of the matrix the handle was made
+        from; when entries it pivoted on become zero (a generator trip zeroes its machine's
+        network coupling) KLU reports the refactorization singular although the matrix is not.
+        Raises (klujax's error) when a matrix is singular with any pivoting."""
+        klu, pat = self._klu, self.pattern
+        jv = jnp.asarray(vals)
+        slots = pat.shifted(jv, jnp.asarray(slot_shifts, complex))
+        # the old handles stay alive: compiled code of other configurations may still hold
+        # their raw pointers (``handles``), which must not dangle
+        self._retired.append(self._numeric)
+        self._numeric = {
+            "slots": klu.factor(self.rows, self.cols, slots, self.symbolic),
+            "filter": klu.factor(
+                self.rows, self.cols, pat.shifted(jv, jnp.array([h])), self.symbolic
+            ),  # fmt: skip
+            "gz": klu.factor(self.gz_rows, self.gz_cols, jv[pat.gz_entries], self.gz_symbolic),
+        }
+        self.repivots += 1
 
     def handles(self) -> dict[str, Any]:
         """The raw handles as arrays (arguments of the compiled code)."""

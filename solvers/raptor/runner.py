@@ -106,9 +106,20 @@ class Call:
     code: _Compiled
     args: tuple
     result: Any = None
+    error: Exception | None = None
+    """A runtime error of the compiled code (a KLU refactorization found singular), raised
+    again where the run reads the result, so the run handles it (``_refactor_failed``)."""
 
     def serve(self) -> None:
-        self.result = getattr(self.code, self.kind)(*self.args)
+        try:
+            self.result = getattr(self.code, self.kind)(*self.args)
+        except jax.errors.JaxRuntimeError as exc:
+            self.error = exc
+
+    def output(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.result
 
 
 def _served(calls: Generator, gather: bool) -> Generator:
@@ -361,6 +372,7 @@ def _segment(
     jvals: np.ndarray | None = None
     jac_version = 0
     factors, factored_for = code.no_factors, None  # factorizations kept, and their (J, h, bank)
+    repivoted_for = None  # the (J, h, bank) whose KLU pivots were chosen afresh
     jac_fresh = False
     rho = 0.0
     draw = 0
@@ -406,11 +418,24 @@ def _segment(
             ),
         )
         yield call
-        raw = call.result
-        kept, factored_for = raw.pop("factors"), (jac_version, h, idx)
-        if code.linalg.backend == "dense":  # KLU keeps its factorizations in the handles
-            factors = kept
-        out = jax.device_get(raw)
+        try:
+            raw = call.output()
+            kept, factored_for = raw.pop("factors"), (jac_version, h, idx)
+            if code.linalg.backend == "dense":  # KLU keeps its factorizations in the handles
+                factors = kept
+            out = jax.device_get(raw)
+        except jax.errors.JaxRuntimeError as exc:
+            factored_for = None
+            if _refactor_failed(exc) and (jac_version, h, idx) != repivoted_for:
+                repivoted_for = (jac_version, h, idx)  # once per matrix: then a rejection
+                if _repivot(code, banks, jvals, h, idx, stats):
+                    continue
+            if not _refactor_failed(exc):
+                raise
+            stats.rejected += 1
+            h = controller.rejected(h, np.inf)
+            jvals, draw = None, draw + 1
+            continue
         iterations = int(out["newton_iterations"])
         stats.newton_iterations += iterations
         stats.algebraic_iterations += int(out["alg_iterations"])
@@ -467,6 +492,24 @@ def _segment(
             jvals = None
         yield Advance(t, x, z, ev)
     return x, z
+
+
+def _refactor_failed(exc: Exception) -> bool:
+    """Whether ``exc`` is KLU reporting a refactorization singular (klujax's message)."""
+    return "refactor" in str(exc) and "singular" in str(exc)
+
+
+def _repivot(code: _Compiled, banks: BankSet, jvals, h: float, idx: int, stats: Stats) -> bool:
+    """New KLU numeric factorizations (fresh pivots) at this Jacobian, h and bank, and the
+    compiled code's handles replaced; False when the matrices are singular anyway."""
+    lam = banks.stacked["lam"][idx][banks.stacked["slot_owner"][idx]]
+    try:
+        code.linalg.repivot(np.asarray(jvals), h * np.asarray(lam), h)
+    except jax.errors.JaxRuntimeError:
+        return False
+    code.handles = code.linalg.handles()
+    stats.lu_factorizations += len(lam) + 2
+    return True
 
 
 def _dense_samples(
