@@ -15,24 +15,30 @@ is 16-40 intervals, each decision (accept, reject, redraw, reuse J or h, segment
 placement) cheap on the host and branchy in a program, and under ``vmap`` a loop runs until its
 slowest member ends; the rounds already share each dispatch across the members.
 
-Where it pays: on an accelerator, where B members' factorizations and chord iterations are one
-device program. Not on this project's CPUs (``benchmarks/batched.py --method raptor``, measured
-2026-12-04): an attempt is bound by its LAPACK work, not by dispatch (wscc9: five 45 x 45
-complex LUs take 0.65 of its 1.3 ms; SciPy's own LU of that size is 58 us, ~1 GFlop/s), so a
-vmapped attempt costs each member what it costs alone (1.24 vs 1.3 ms), and a wscc9 batch of 8
+Where it pays: nowhere measured yet, so the platform does not select it (``solvers.api.
+batch_solver`` solves RAPTOR runs one after the other); ``solve_raptor_batch`` is called directly
+by ``benchmarks/batched.py --method raptor`` and the tests. On this project's CPUs
+(measured 2026-12-04) an attempt is bound by its LAPACK work, not by dispatch (wscc9: five
+45 x 45 complex LUs take 0.65 of its 1.3 ms; SciPy's own LU of that size is 58 us, ~1 GFlop/s),
+so a vmapped attempt costs each member what it costs alone (1.24 vs 1.3 ms): a wscc9 batch of 8
 ran at 1.03x the one-at-a-time runs; on ieee39 an attempt of 8 members cost each 18.4 ms against
-10.1 ms alone. ``batchable`` therefore selects it only when JAX's default
-backend is not the CPU; ``solve_raptor_batch`` can be called directly on any backend.
+10.1 ms alone. On an H200 GPU (jax 0.11.2, 2026-12-04, wall clock) every compiled call is a
+device round trip of about a millisecond, and the members' host work between the batched
+attempts (Jacobian evaluations, control) still runs one member at a time: wscc9 1 s fault runs
+took 226 / 247 / 226 ms per run at B = 1 / 8 / 64 (16 intervals; the same runs alone 225 ms),
+ieee39 582 ms alone and 1,694 ms per run at B = 8. Gathering the Jacobian evaluations into
+vmapped calls too is what an accelerator would need first.
 ``MAX_WIDTH``: on XLA:CPU (jaxlib 0.10.2) a 16-member wscc9 attempt never returned (all
 threads waiting; unchanged with ``--xla_cpu_multi_thread_eigen=false``, with the ynn fusion off
 and with BLAS threads unlimited), 8 members always did.
 
 Scope: the dense linear algebra (``shifted_lu.DenseLinalg``: stateless, so members share it;
-KLU keeps its factorizations in per-structure handles and cannot be vmapped) up to
-``BATCH_DENSE_MAX`` unknowns. A member's vmapped factorizations are taken in every round (a
-``lax.cond`` on a batched flag evaluates both branches), and kept only where the member's own
-rule says so, so its values are those of the run alone; they agree with it to round-off (tested).
-A member that fails in the batch is solved again alone by ``solve_batch``.
+KLU keeps its factorizations in per-structure handles and cannot be vmapped): dense complex LUs
+per member and slot, so networks of a few hundred unknowns (ieee39's 201 are inside). A member's
+vmapped factorizations are taken in every round (a ``lax.cond`` on a batched flag evaluates both
+branches), and kept only where the member's own rule says so, so its values are those of the run
+alone; they agree with it to round-off (tested).
+A member that fails in the batch comes back None, for the caller to solve alone.
 """
 
 from __future__ import annotations
@@ -50,23 +56,23 @@ from solvers.raptor.runner import Call, raptor_steps
 from solvers.result import SolveResult
 from solvers.stepping import StepRun
 
-BATCH_DENSE_MAX = 250
-"""Largest n_x + n_z solved in a RAPTOR batch (dense complex LUs of this size per member and
-slot; ieee39's 201 unknowns, which a run alone factors with KLU, are inside)."""
 MAX_WIDTH = 8
-"""Members per vectorized dispatch; larger batches are split (see the module doc for why 8)."""
+"""Members per vectorized dispatch on XLA:CPU; larger batches are split (see the module doc for
+why 8)."""
+MAX_WIDTH_ACCELERATOR = 64
+"""Members per vectorized dispatch on an accelerator, where one program of more members costs
+little more than one of eight."""
+
+
+def max_width() -> int:
+    """Members per vectorized dispatch on JAX's default backend."""
+    return MAX_WIDTH if jax.default_backend() == "cpu" else MAX_WIDTH_ACCELERATOR
+
+
 _SHARED = {"attempt": (6, 7), "dense": ()}
 """Positions of the arguments every member shares (KLU handles and the basis banks)."""
 _PARAMS = 4
 """Position of the parameters (the segment's) in both calls' arguments."""
-
-
-def batchable(system: DAESystem, method: str, options: RaptorOptions | Any) -> bool:
-    """Whether ``method`` with ``options`` on ``system`` is solved here as a batch (only on an
-    accelerator: see the module doc)."""
-    if method != "raptor" or options.linear_solver == "sparse" or jax.default_backend() == "cpu":
-        return False
-    return system.n_x + system.n_z <= BATCH_DENSE_MAX
 
 
 def solve_raptor_batch(
@@ -75,8 +81,9 @@ def solve_raptor_batch(
     """The members' results (None for a member that failed here: the caller solves it alone);
     ``solve_seconds`` and the vectorized programs' compile seconds are each member's share."""
     results: list[SolveResult | None] = []
-    for start in range(0, len(scenarios), MAX_WIDTH):
-        results.extend(_solve_group(system, scenarios[start : start + MAX_WIDTH], options))
+    width = max_width()
+    for start in range(0, len(scenarios), width):
+        results.extend(_solve_group(system, scenarios[start : start + width], options))
     return results
 
 
