@@ -19,9 +19,10 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/raptorgrid run $(SPEC)
 
-# Two test processes (pytest-xdist, work stealing): most slow tests wait on worker processes,
-# brokers and servers, so two share this 2-core machine well (docs/platform.md, test suite).
-TEST_WORKERS ?= 2
+# Three test processes (pytest-xdist, work stealing) on this 2-core machine: most slow tests
+# wait on worker processes, brokers and servers, so a third keeps the cores busy while they
+# wait (13 min 46 s with two, 10 min 28 s with three; docs/platform.md, test suite).
+TEST_WORKERS ?= 3
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=15

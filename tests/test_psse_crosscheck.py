@@ -25,12 +25,17 @@ ANDES_DEPARTS = {"kundur_full": "EXDC2", "ieee39_repaired": "IEEEST",
 ANDES's spread only with that departure given to ours (``andes_exdc2``, ``andes_ieeest``,
 ``andes_esdc2a`` with ``andes_ieeeg1_rates``); see ``docs/models.md``."""
 CASES = sorted(set(metadata()["cases"]) - set(ANDES_DEPARTS))
+RADAU = {"rtol": 1e-6, "atol": 1e-8}
+"""Our runs' tolerances: their integration error is below 0.5 % of ANDES's spread on every case
+and event (each deviation / spread ratio at rtol 1e-6 within 0.004 of the ratio at rtol 1e-7,
+measured 2026-12-04), at 60 % of rtol 1e-7's CPU. (At rtol 1e-5 it is not: wecc_gencls's line
+trip's speed ratio moves from 0.008 to 0.18.)"""
 
 
 @pytest.mark.parametrize("event", EVENTS)
 @pytest.mark.parametrize("case", CASES)
 def test_radau_matches_andes_within_its_step_spread(case: str, event: str) -> None:
-    found = deviations(case, event, "radau", rtol=1e-7, atol=1e-9)
+    found = deviations(case, event, "radau", **RADAU)
     assert found["succeeded"] == 1.0
     allowed = spread()[f"{case}_{event}"]
     for kind in KINDS:
@@ -81,12 +86,12 @@ def test_kundur_full_exdc2_matches_andes_given_its_departures(event: str, monkey
     spec = metadata()["cases"]["kundur_full"]
     raw, dyr = (DATA / spec["raw"]).read_text(), (DATA / spec["dyr"]).read_text()
     allowed = spread()[f"kundur_full_{event}"]
-    found = deviations("kundur_full", event, "radau", rtol=1e-7, atol=1e-9)
+    found = deviations("kundur_full", event, "radau", **RADAU)
     assert found["succeeded"] == 1.0
     assert max(found[k] / allowed[k] for k in KINDS) > 1.0  # the departure shows
     monkeypatch.setitem(MODELS, "EXDC2", andes_exdc2())
     built = build_psse_case(raw, dyr, "kundur_full", raw_file=spec["raw"], dyr_file=spec["dyr"])
-    found = deviations("kundur_full", event, "radau", built=built, rtol=1e-7, atol=1e-9)
+    found = deviations("kundur_full", event, "radau", built=built, **RADAU)
     assert found["succeeded"] == 1.0
     for kind in KINDS:
         assert found[kind] <= allowed[kind], (kind, found[kind], allowed[kind])
@@ -122,7 +127,7 @@ def test_ieee39_repaired_matches_andes_given_its_ieeest_input(event: str, monkey
     spec = metadata()["cases"]["ieee39_repaired"]
     raw, dyr = (DATA / spec["raw"]).read_text(), (DATA / spec["dyr"]).read_text()
     allowed = spread()[f"ieee39_repaired_{event}"]
-    found = deviations("ieee39_repaired", event, "radau", rtol=1e-7, atol=1e-9)
+    found = deviations("ieee39_repaired", event, "radau", **RADAU)
     assert found["succeeded"] == 1.0
     worst = max(found[k] / allowed[k] for k in KINDS)
     assert worst > 1.0 if event == "gen" else worst <= 1.0, (found, allowed)
@@ -132,7 +137,7 @@ def test_ieee39_repaired_matches_andes_given_its_ieeest_input(event: str, monkey
     built = build_psse_case(raw, dyr, "ieee39_repaired", raw_file=spec["raw"],
                             dyr_file=spec["dyr"])  # fmt: skip
     assert built.info["init_max_abs_f"] <= 1e-8 and built.info["init_max_abs_g"] <= 1e-8
-    found = deviations("ieee39_repaired", event, "radau", built=built, rtol=1e-7, atol=1e-9)
+    found = deviations("ieee39_repaired", event, "radau", built=built, **RADAU)
     assert found["succeeded"] == 1.0
     for kind in KINDS:
         assert found[kind] <= allowed[kind], (kind, found[kind], allowed[kind])
@@ -195,7 +200,7 @@ def test_wecc_full_matches_andes_given_its_esdc2a_and_ieeeg1_readings(
     allowed = spread()[f"wecc_full_{event}"]
     system("wecc_full")  # cached with PSS/E's ESDC2A before the patch (``disturbance`` reads it)
     if event in ("gen", "fault"):
-        found = deviations("wecc_full", event, "radau", rtol=1e-7, atol=1e-9)
+        found = deviations("wecc_full", event, "radau", **RADAU)
         assert found["succeeded"] == 1.0
         assert max(found[k] / allowed[k] for k in KINDS) > 1.0  # the departures show
     patched = andes_ieeeg1_rates(raw, dyr)
@@ -216,7 +221,7 @@ def test_wecc_full_matches_andes_given_its_esdc2a_and_ieeeg1_readings(
     built = build_psse_case(raw, patched, "wecc_full", raw_file=spec["raw"],
                             dyr_file=spec["dyr"])  # fmt: skip
     assert built.info["init_max_abs_f"] <= 1e-8 and built.info["init_max_abs_g"] <= 1e-8
-    found = deviations("wecc_full", event, "radau", built=built, rtol=1e-7, atol=1e-9)
+    found = deviations("wecc_full", event, "radau", built=built, **RADAU)
     assert found["succeeded"] == 1.0
     for kind in KINDS:
         assert found[kind] <= allowed[kind], (kind, found[kind], allowed[kind])
