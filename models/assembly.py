@@ -20,7 +20,8 @@ Layout (disturbances, names and outputs rely on it):
   ``gen_status``, ``gen_scale`` (MBASE / SBASE), ``gen_inertia`` (H MBASE / SBASE), ``efd`` and
   ``tm`` (held field voltage and torque of a slot without exciter or governor), ``vref`` and
   ``pref`` where some generator has an exciter or a governor; per bus ``shunt_g``, ``shunt_b``,
-  ``fault_g``, ``fault_b``; per load bus the ZIP parts ``load_*``; branch arrays of
+  ``fault_g``, ``fault_b`` and ``bus_isolated`` (1 grounds a de-energized bus through 1 pu, see
+  ``models.disturbances.BranchTrip``); per load bus the ZIP parts ``load_*``; branch arrays of
   ``models.network``.
 
 Initialization: each machine from its terminal voltage and power (``DeviceModel.init``), then its
@@ -334,7 +335,7 @@ def assemble(
     params.update(
         gen_status=np.ones(ng), gen_scale=scale, efd=efd0, tm=tm0,
         shunt_g=grid.shunt.real.copy(), shunt_b=grid.shunt.imag.copy(),
-        fault_g=np.zeros(nb), fault_b=np.zeros(nb),
+        fault_g=np.zeros(nb), fault_b=np.zeros(nb), bus_isolated=np.zeros(nb),
     )  # fmt: skip
     if groups["exciter"]:  # set-points exist only where a controller reads them
         params["vref"] = vref
@@ -464,7 +465,8 @@ def assemble(
                                        omega_s)  # fmt: skip
             injection = injection.at[bus_of[grp.members]].add(ir + 1j * ii)
         injection = injection.at[load_buses].add(-i_load)
-        y_shunt = p["shunt_g"] + p["fault_g"] + 1j * (p["shunt_b"] + p["fault_b"])
+        y_shunt = (p["shunt_g"] + p["fault_g"] + p["bus_isolated"]
+                   + 1j * (p["shunt_b"] + p["fault_b"]))  # fmt: skip
         return current_mismatch(topo, v, injection, y_shunt, p)
 
     def g(x, z, p):
@@ -558,6 +560,7 @@ def assemble(
             "n_branch": topo.n_branch,
             "branch_from": tuple(int(i) for i in topo.from_bus),
             "branch_to": tuple(int(i) for i in topo.to_bus),
+            "device_buses": tuple(sorted({int(i) for i in gen_bus} | {int(i) for i in bus_of})),
             "n_gen": ng,
             "n_load": int(load_buses.size),
             **{

@@ -109,7 +109,14 @@ class LineFault(_Fault):
 
 
 class BranchTrip(_Disturbance):
-    """Open ``branch`` (both ends) at ``t``: its status parameter goes from 1 to 0."""
+    """Open ``branch`` (both ends) at ``t``: its status parameter goes from 1 to 0.
+
+    A bus the trip leaves with no branch in service and no machine or bus device (a radial
+    line's dead end, a transformer's unloaded side) is de-energized as a planner's tool does:
+    its KCL would read 0 = 0 and leave its voltage undefined (a singular network matrix), so it
+    is grounded through 1 pu (``bus_isolated`` 0 -> 1, assembled systems) and its voltage,
+    with any static load or shunt on it, goes to zero. A machine left alone on its bus keeps
+    its bus (an island of one machine)."""
 
     kind: Literal["branch_trip"] = "branch_trip"
     branch: str
@@ -117,10 +124,36 @@ class BranchTrip(_Disturbance):
 
     def events(self, system: DAESystem) -> tuple[Event, ...]:
         i = system.index_of("branch", self.branch)
-        return (Event(self.t, (ParameterChange("branch_status", 0.0, i),), f"trip {self.branch}"),)
+        changes = [ParameterChange("branch_status", 0.0, i)]
+        dead = isolated_buses(system, i)
+        changes += [ParameterChange("bus_isolated", 1.0, k) for k in dead]
+        label = f"trip {self.branch}" + "".join(
+            f"; {system.names['bus'][k]} de-energized" for k in dead
+        )
+        return (Event(self.t, tuple(changes), label),)
 
     def last_time(self) -> float:
         return self.t
+
+
+def isolated_buses(system: DAESystem, branch: int) -> list[int]:
+    """Buses (indices) that opening ``branch`` leaves with no branch in service and no machine
+    or bus device; empty where the system has no ``bus_isolated`` parameter (dq and EMT
+    networks, whose buses carry their own capacitances)."""
+    info = system.info
+    if "bus_isolated" not in system.params or "device_buses" not in info:
+        return []
+    status = np.asarray(system.params["branch_status"], dtype=float).copy()
+    ends = np.asarray(info["branch_from"]), np.asarray(info["branch_to"])
+    status[branch] = 0.0
+    live = status > 0
+    connected = set(ends[0][live].tolist()) | set(ends[1][live].tolist())
+    devices = set(info["device_buses"])
+    return sorted(
+        int(k)
+        for k in (ends[0][branch], ends[1][branch])
+        if int(k) not in connected and int(k) not in devices
+    )
 
 
 LOAD_PARAMS = ("load_g", "load_b", "load_ip", "load_iq", "load_pp", "load_pq")
