@@ -75,6 +75,38 @@ def test_soft_time_limit_is_a_time_limit_failure(ctx, monkeypatch) -> None:
     assert (run.status, run.reason) == ("failed", "time_limit")
 
 
+def test_a_solver_stuck_inside_a_step_meets_the_time_limit(ctx, monkeypatch) -> None:
+    """No accepted advance ever comes (a solver stuck in one step, as MINPACK was on a singular
+    algebraic system for 10+ minutes inside a batch): the run's alarm stops it at
+    ``soft_time_limit`` and the run is a ``time_limit`` failure; the alarm is disarmed after."""
+    import signal
+    import time
+
+    import solvers
+
+    context, _, run_ids = ctx
+    context = WorkerContext(
+        settings=context.settings.model_copy(update={"soft_time_limit": 1.0}), db=context.db
+    )
+
+    def stuck(*args, **kwargs):
+        time.sleep(60)
+        raise AssertionError("the alarm should have stopped the solver")
+
+    monkeypatch.setattr(solvers, "solve", stuck)
+    handler, (timer, _) = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
+    start = time.monotonic()
+    assert execute_run(run_ids[0], worker="t", ctx=context) == "time-limit"
+    elapsed = time.monotonic() - start
+    assert elapsed < 30
+    run, _, _ = read(context, run_ids[0])
+    assert (run.status, run.reason) == ("failed", "time_limit")
+    # the timer and handler armed before (pytest-timeout's, if any) are back, less the time spent
+    assert signal.getsignal(signal.SIGALRM) is handler
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    assert left == 0.0 if timer == 0.0 else 0.0 < left <= timer - elapsed + 0.5
+
+
 def test_unexpected_exception_keeps_its_traceback(ctx, monkeypatch) -> None:
     context, campaign_id, run_ids = ctx
 

@@ -8,8 +8,10 @@ and SQL, or is retried; never half written, never duplicated.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import signal
 import threading
 import time
 import traceback
@@ -75,7 +77,41 @@ class LeaseLost(Exception):
 class RunTimeLimit(Exception):
     """The run has been solving for longer than ``soft_time_limit``; raised from the progress
     callback, at an accepted advance (a safe point of every method), so it holds for each run of
-    a batch and whatever library callback the solver is in when Celery's signal fires."""
+    a batch and whatever library callback the solver is in when Celery's signal fires; and by
+    the run's own alarm (``run_alarm``) when no advance comes at all (a solver stuck inside one
+    step, e.g. MINPACK on a singular algebraic system: seen for 10+ minutes inside a batch,
+    whose Celery limit is the batch's)."""
+
+
+@contextlib.contextmanager
+def run_alarm(seconds: float, run_id: int):
+    """Raise ``RunTimeLimit`` in this (the main) thread once ``seconds`` of wall time have
+    passed, through SIGALRM, like Celery's own soft limit; a no-op outside the main thread. A
+    timer armed before (pytest-timeout's, say) keeps its deadline and handler: the earlier of
+    the two fires first, and it is re-armed with its remaining time on exit."""
+    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
+        yield
+        return
+    start = time.monotonic()
+    deadline = start + seconds
+
+    def expired(signum, frame):  # noqa: ANN001
+        if time.monotonic() >= deadline - 1e-3:
+            raise RunTimeLimit(f"run {run_id} passed its soft time limit inside a solver step")
+        if callable(previous):  # the earlier timer's deadline: its handler decides
+            previous(signum, frame)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    before, interval = signal.getitimer(signal.ITIMER_REAL)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, before) if before > 0 else seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if before > 0:
+            left = before - (time.monotonic() - start)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
 
 
 class RunCancelled(Exception):
@@ -125,13 +161,16 @@ def integrate(
 ) -> SolveResult:
     """Solve, reporting every accepted advance to ``heartbeat`` (the one driver of every
     method, ``solvers.stepping``, through ``solve``'s progress hook). A CCT ``probe`` stops
-    once its verdict is known to be unstable (``scoring.indicators.angle_limit_rule``)."""
+    once its verdict is known to be unstable (``scoring.indicators.angle_limit_rule``). The
+    run's alarm enforces ``soft_time_limit`` where no advance comes."""
     from raptorgrid.scoring.indicators import angle_limit_rule
 
     from solvers import solve
 
     until = angle_limit_rule(system.state_names) if probe else None
-    return solve(system, scenario, method, progress=heartbeat, until=until, **options)
+    left = heartbeat.ctx.settings.soft_time_limit - (time.monotonic() - heartbeat.started)
+    with run_alarm(max(left, 1e-3), heartbeat.claim.run_id):
+        return solve(system, scenario, method, progress=heartbeat, until=until, **options)
 
 
 class Heartbeat:
