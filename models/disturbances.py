@@ -114,9 +114,10 @@ class BranchTrip(_Disturbance):
     A bus the trip leaves with no branch in service and no machine or bus device (a radial
     line's dead end, a transformer's unloaded side) is de-energized as a planner's tool does:
     its KCL would read 0 = 0 and leave its voltage undefined (a singular network matrix), so it
-    is grounded through 1 pu (``bus_isolated`` 0 -> 1, assembled systems) and its voltage,
-    with any static load or shunt on it, goes to zero. A machine left alone on its bus keeps
-    its bus (an island of one machine)."""
+    is grounded through 1 pu (``bus_isolated`` 0 -> 1, assembled systems), its voltage goes to
+    zero and its static load is disconnected with it (every ZIP part 0: a constant-power part
+    has no solution at v = 0). A machine left alone on its bus keeps its bus (an island of one
+    machine)."""
 
     kind: Literal["branch_trip"] = "branch_trip"
     branch: str
@@ -126,7 +127,13 @@ class BranchTrip(_Disturbance):
         i = system.index_of("branch", self.branch)
         changes = [ParameterChange("branch_status", 0.0, i)]
         dead = isolated_buses(system, i)
-        changes += [ParameterChange("bus_isolated", 1.0, k) for k in dead]
+        loads = system.names.get("load", ())
+        for k in dead:
+            changes.append(ParameterChange("bus_isolated", 1.0, k))
+            bus = system.names["bus"][k]
+            if bus in loads:  # de-energized with its bus (a constant-power part has no v = 0)
+                j = loads.index(bus)
+                changes += [ParameterChange(n, 0.0, j) for n in LOAD_PARAMS if n in system.params]
         label = f"trip {self.branch}" + "".join(
             f"; {system.names['bus'][k]} de-energized" for k in dead
         )

@@ -50,6 +50,10 @@ def zip_parameters(
 
 
 def zip_current(v, g, b, ip, iq, pp, pq):
-    """Complex current (pu) drawn by ZIP loads at complex voltages ``v`` (JAX)."""
+    """Complex current (pu) drawn by ZIP loads at complex voltages ``v`` (JAX). At v = 0 exactly
+    (a de-energized bus, ``models.disturbances.BranchTrip``) it is 0 with finite derivatives:
+    the I and P parts' 1/|v| factors are taken at |v| = 1 there, where they multiply v = 0,
+    instead of giving 0/0 = NaN."""
     vm2 = jnp.real(v) ** 2 + jnp.imag(v) ** 2
+    vm2 = jnp.where(vm2 > 0.0, vm2, 1.0)
     return ((g + 1j * b) + (ip - 1j * iq) / jnp.sqrt(vm2) + (pp - 1j * pq) / vm2) * v
