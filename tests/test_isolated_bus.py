@@ -13,15 +13,13 @@ import numpy as np
 from models.components.loads import zip_current
 from models.disturbances import LOAD_PARAMS, BranchTrip, isolated_buses
 from models.library import build_system
-from models.psse.case import build_psse_case
 from models.scenarios import make_scenario
 from solvers import solve
-from tests.psse_crosscheck import DATA
+from tests.psse_crosscheck import system as psse_system
 
 
 def test_a_dead_end_bus_is_de_energized_and_the_run_succeeds() -> None:
-    raw, dyr = (DATA / "npcc.raw").read_text(), (DATA / "npcc_full.dyr").read_text()
-    system = build_psse_case(raw, dyr, "npcc", raw_file="npcc.raw", dyr_file="npcc_full.dyr")
+    system = psse_system("npcc_full")
     trip = BranchTrip(branch="line_60_140_1", t=0.1)
     (event,) = trip.events(system)
     k = system.names["bus"].index("bus140")
@@ -45,8 +43,7 @@ def test_a_machine_alone_on_its_bus_keeps_it() -> None:
 
 
 def test_a_loaded_dead_end_bus_loses_its_load_with_its_voltage() -> None:
-    raw, dyr = (DATA / "wecc.raw").read_text(), (DATA / "wecc_full.dyr").read_text()
-    system = build_psse_case(raw, dyr, "wecc", raw_file="wecc.raw", dyr_file="wecc_full.dyr")
+    system = psse_system("wecc_full")
     trip = BranchTrip(branch="line_106_109_1", t=0.1)
     (event,) = trip.events(system)
     load = system.names["load"].index("bus109")
