@@ -132,7 +132,7 @@ class BranchTrip(_Disturbance):
             changes.append(ParameterChange("bus_isolated", 1.0, k))
             bus = system.names["bus"][k]
             if bus in loads:  # de-energized with its bus (a constant-power part has no v = 0)
-                j = loads.index(bus)
+                j = system.index_of("load", bus)
                 changes += [ParameterChange(n, 0.0, j) for n in LOAD_PARAMS if n in system.params]
         label = f"trip {self.branch}" + "".join(
             f"; {system.names['bus'][k]} de-energized" for k in dead

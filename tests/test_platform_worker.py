@@ -107,6 +107,29 @@ def test_a_solver_stuck_inside_a_step_meets_the_time_limit(ctx, monkeypatch) -> 
     assert left == 0.0 if timer == 0.0 else 0.0 < left <= timer - elapsed + 0.5
 
 
+def test_the_run_alarm_outlives_an_earlier_timer() -> None:
+    """An earlier timer armed before the run (pytest-timeout's, say) fires its own handler at
+    its deadline, once; the run's alarm then still fires at the run's limit."""
+    import signal
+    import time
+
+    from workers.runner import RunTimeLimit, run_alarm
+
+    calls = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: calls.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        start = time.monotonic()
+        with pytest.raises(RunTimeLimit), run_alarm(0.6, run_id=1):
+            time.sleep(5)
+        assert len(calls) == 1 and calls[0] - start < 0.5  # the earlier one, at its deadline
+        assert 0.5 < time.monotonic() - start < 3.0  # ours, at the run's limit
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0.0  # not re-armed: it had fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_unexpected_exception_keeps_its_traceback(ctx, monkeypatch) -> None:
     context, campaign_id, run_ids = ctx
 

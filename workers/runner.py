@@ -94,11 +94,15 @@ def run_alarm(seconds: float, run_id: int):
         return
     start = time.monotonic()
     deadline = start + seconds
+    earlier_fired = False
 
     def expired(signum, frame):  # noqa: ANN001
+        nonlocal earlier_fired
         if time.monotonic() >= deadline - 1e-3:
             raise RunTimeLimit(f"run {run_id} passed its soft time limit inside a solver step")
-        if callable(previous):  # the earlier timer's deadline: its handler decides
+        earlier_fired = True  # the earlier timer's deadline: its handler decides, ours re-arms
+        signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 1e-3))
+        if callable(previous):
             previous(signum, frame)
 
     previous = signal.signal(signal.SIGALRM, expired)
@@ -109,7 +113,7 @@ def run_alarm(seconds: float, run_id: int):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if before > 0:
+        if before > 0 and not earlier_fired:
             left = before - (time.monotonic() - start)
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
 
