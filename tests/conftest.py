@@ -196,6 +196,15 @@ class WorkerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def stacks(self) -> str:
+        """The log after every process of the worker has written its threads' Python stacks
+        (``workers.tasks.STACK_DUMP_SIGNAL``): what a test prints when a worker seems stuck."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGUSR2)
+            time.sleep(1.0)
+        return self.log()
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -224,14 +233,20 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
 
 
 def _wait_until(
-    predicate: Callable[[], bool], timeout: float, what: str, poll: float = 0.25
+    predicate: Callable[[], bool],
+    timeout: float,
+    what: str | Callable[[], str],
+    poll: float = 0.25,
 ) -> None:
+    """Poll ``predicate``; on timeout fail naming ``what`` (a callable is called then, so that
+    a worker's log and stacks are read when the wait failed, not when it began)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    described = what() if callable(what) else what
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {described}")
 
 
 def run_campaign_through_api(client, spec: dict, workers: list, timeout: float) -> dict:  # noqa: ANN001
@@ -251,8 +266,11 @@ def run_campaign_through_api(client, spec: dict, workers: list, timeout: float) 
             assert worker.process.poll() is None, worker.log()[-3000:]
         return client.get(f"/campaigns/{campaign_id}").json()["finished_at"] is not None
 
-    logs = "\n".join(worker.log()[-2000:] for worker in workers)
-    _wait_until(finished, timeout, f"campaign {campaign_id}\n{logs}")
+    _wait_until(
+        finished,
+        timeout,
+        lambda: f"campaign {campaign_id}\n" + "\n".join(w.stacks()[-6000:] for w in workers),
+    )
     return created.json()
 
 

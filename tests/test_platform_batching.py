@@ -83,7 +83,9 @@ def test_worker_killed_mid_batch_recomputes_nothing_finished(
         def finished() -> bool:
             return campaign_rows(settings, campaign_id)[0].finished_at is not None
 
-        wait_until(finished, 180, f"campaign {campaign_id}\n{worker.log()[-3000:]}", poll=0.5)
+        wait_until(
+            finished, 180, lambda: f"campaign {campaign_id}\n{worker.stacks()[-6000:]}", poll=0.5
+        )
     campaign, runs, metrics = campaign_rows(settings, campaign_id)
     assert_complete_once(settings, campaign_id, runs, metrics)
     by_id = {r.id: r for r in runs}
@@ -124,7 +126,9 @@ def test_runs_waiting_in_a_held_batch_are_not_re_sent(
         def finished() -> bool:
             return campaign_rows(settings, campaign_id)[0].finished_at is not None
 
-        wait_until(finished, 180, f"campaign {campaign_id}\n{worker.log()[-3000:]}", poll=0.5)
+        wait_until(
+            finished, 180, lambda: f"campaign {campaign_id}\n{worker.stacks()[-6000:]}", poll=0.5
+        )
     campaign, runs, metrics = campaign_rows(settings, campaign_id)
     assert_complete_once(settings, campaign_id, runs, metrics)
     assert "not claimable" not in worker.log()  # no duplicate message reached the worker

@@ -52,7 +52,8 @@ def test_celery_config_redis(tmp_path: Path) -> None:
     for key in ("broker_transport_options", "result_backend_transport_options"):
         assert conf[key]["visibility_timeout"] == s.visibility_timeout
     assert conf["visibility_timeout"] == s.visibility_timeout > conf["task_time_limit"]
-    assert conf["task_soft_time_limit"] < conf["task_time_limit"]
+    assert s.soft_time_limit < conf["task_soft_time_limit"] < conf["task_time_limit"]
+    assert conf["task_time_limit"] == s.hard_time_limit
     assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"]
     assert conf["task_ignore_result"]
     assert conf["worker_prefetch_multiplier"] == 1
@@ -79,3 +80,14 @@ def test_celery_config_serverless_broker(tmp_path: Path) -> None:
 def test_stats_schema_is_the_metrics_columns() -> None:
     assert tuple(f.name for f in fields(Stats)) == STATS_COLUMNS
     assert set(STATS_COLUMNS) <= set(RunMetrics.__table__.columns.keys())
+
+
+def test_celery_limits_are_a_backstop_behind_each_runs_own() -> None:
+    """Celery's soft limit comes a margin after the runs' own limits (so the two never race)
+    and before the hard limit; a batch of n runs gets n times each run's limits."""
+    from raptorgrid.celery_app import task_time_limits
+
+    assert task_time_limits(25.0, 50.0) == (27.5, 50.0)
+    assert task_time_limits(300.0, 310.0) == (305.0, 310.0)  # half-way when the gap is small
+    assert task_time_limits(5.0, 60.0) == (7.0, 60.0)  # at least 2 s
+    assert task_time_limits(25.0, 50.0, 4) == (102.5, 200.0)

@@ -130,6 +130,30 @@ def test_the_run_alarm_outlives_an_earlier_timer() -> None:
         signal.signal(signal.SIGALRM, previous)
 
 
+def test_the_run_alarm_waits_for_a_shielded_database_write() -> None:
+    """The alarm never interrupts a database write from the progress callback (``alarm_shield``):
+    it fires right after the write, and a signal left pending after the block does nothing."""
+    import signal
+    import time
+
+    from workers.runner import RunTimeLimit, alarm_shield, run_alarm
+
+    handler = signal.getsignal(signal.SIGALRM)
+    start = time.monotonic()
+    shielded_until = None
+    with pytest.raises(RunTimeLimit), run_alarm(0.1, run_id=1):
+        with alarm_shield():
+            time.sleep(0.4)  # the deadline passes in here: no exception
+            shielded_until = time.monotonic()
+        time.sleep(5)
+    assert shielded_until is not None and shielded_until - start >= 0.4
+    assert time.monotonic() - shielded_until < 1.0  # fired within 50 ms of the write, + slack
+    assert signal.getsignal(signal.SIGALRM) is handler
+    with run_alarm(0.05, run_id=2):  # the block ends before its deadline: nothing fires later
+        pass
+    time.sleep(0.2)
+
+
 def test_unexpected_exception_keeps_its_traceback(ctx, monkeypatch) -> None:
     context, campaign_id, run_ids = ctx
 

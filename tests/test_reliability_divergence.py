@@ -85,7 +85,12 @@ def test_divergence_and_nan_are_results_then_the_worker_serves(
                     assert worker.process.poll() is None, worker.log()[-3000:]
                     return client.get(f"/campaigns/{cid}").json()["finished_at"] is not None
 
-                wait_until(done, 180, f"campaign {campaign_id}\n{worker.log()[-3000:]}", poll=0.5)
+                wait_until(
+                    done,
+                    180,
+                    lambda cid=campaign_id: f"campaign {cid}\n{worker.stacks()[-6000:]}",
+                    poll=0.5,
+                )
             reasons = {}
             for campaign_id, network in zip(ids, ("blowup", "nan_source"), strict=True):
                 for run in client.get(f"/campaigns/{campaign_id}/runs").json()["data"]:

@@ -58,7 +58,7 @@ def finished(client, campaign_id: int, worker, wait_until, timeout: float = 300)
         assert worker.process.poll() is None, worker.log()[-3000:]
         return client.get(f"/campaigns/{campaign_id}").json()["finished_at"] is not None
 
-    wait_until(done, timeout, f"campaign {campaign_id}\n{worker.log()[-3000:]}", poll=0.5)
+    wait_until(done, timeout, lambda: f"campaign {campaign_id}\n{worker.stacks()[-6000:]}", 0.5)
     return client.get(f"/campaigns/{campaign_id}").json()
 
 
@@ -101,7 +101,7 @@ def test_faults_are_results_then_a_good_run_and_a_cancel(stack, wait_until) -> N
         _, runs, _ = campaign_rows(settings, cancel_id)
         return any(r.status == "running" and (r.sim_time or 0) > 0 for r in runs)
 
-    wait_until(first_running, 60, f"a running run\n{worker.log()[-3000:]}", poll=0.05)
+    wait_until(first_running, 60, lambda: f"a running run\n{worker.stacks()[-6000:]}", 0.05)
     response = client.post(f"/campaigns/{cancel_id}/cancel")
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
     campaign = finished(client, cancel_id, worker, wait_until, 30)
@@ -116,3 +116,7 @@ def test_faults_are_results_then_a_good_run_and_a_cancel(stack, wait_until) -> N
     time.sleep(1.0)  # the pending runs' messages arrive and are skipped, never started
     _, again, _ = campaign_rows(settings, cancel_id)
     assert [(r.status, r.attempts) for r in again] == [(r.status, r.attempts) for r in runs]
+    # a stuck worker can be diagnosed: both of its processes write their threads' stacks
+    stacks = worker.stacks()
+    assert worker.process.poll() is None
+    assert stacks.count("most recent call first") >= 2, stacks[-3000:]

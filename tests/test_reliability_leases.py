@@ -41,7 +41,9 @@ def test_a_long_compile_keeps_its_lease(
         def done() -> bool:
             return campaign_rows(settings, campaign_id)[0].finished_at is not None
 
-        wait_until(done, 300, f"campaign {campaign_id}\n{worker.log()[-3000:]}", poll=0.5)
+        wait_until(
+            done, 300, lambda: f"campaign {campaign_id}\n{worker.stacks()[-6000:]}", poll=0.5
+        )
     _, runs, metrics = campaign_rows(settings, campaign_id)
     (run,) = runs
     assert run.status == "succeeded", run.message

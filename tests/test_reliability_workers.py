@@ -60,7 +60,9 @@ def wait_finished(settings, campaign_id: int, timeout: float, worker, wait_until
         campaign, _, _ = campaign_rows(settings, campaign_id)
         return campaign.finished_at is not None
 
-    wait_until(done, timeout, f"campaign {campaign_id}\n{worker.log()[-4000:]}", poll=0.5)
+    wait_until(
+        done, timeout, lambda: f"campaign {campaign_id}\n{worker.stacks()[-6000:]}", poll=0.5
+    )
     return campaign_rows(settings, campaign_id)
 
 
@@ -180,13 +182,15 @@ def test_broker_restart_mid_campaign(
             def some_done() -> bool:
                 return campaign_rows(settings, campaign_id)[0].n_succeeded >= 1
 
-            wait_until(some_done, 120, f"a first run\n{worker.log()[-3000:]}")
+            wait_until(some_done, 120, lambda: f"a first run\n{worker.stacks()[-6000:]}")
 
             def solving() -> list[int]:
                 return [r.id for r in campaign_rows(settings, campaign_id)[1]
                         if r.status == "running" and r.sim_time]  # fmt: skip
 
-            wait_until(lambda: bool(solving()), 60, f"a run solving\n{worker.log()[-3000:]}")
+            wait_until(
+                lambda: bool(solving()), 60, lambda: f"a run solving\n{worker.stacks()[-6000:]}"
+            )
             in_flight = solving()
             redis.stop()
             stopped = time.monotonic()
@@ -244,7 +248,7 @@ def test_database_outage_mid_campaign(
                 counts = client.get(f"/campaigns/{campaign_id}").json()["counts"]
                 return counts["succeeded"] >= 1
 
-            wait_until(some_done, 120, f"a first run\n{worker.log()[-3000:]}")
+            wait_until(some_done, 120, lambda: f"a first run\n{worker.stacks()[-6000:]}")
             pg.stop()
             for response in (
                 client.get(f"/campaigns/{campaign_id}"),

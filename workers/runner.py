@@ -83,22 +83,48 @@ class RunTimeLimit(Exception):
     whose Celery limit is the batch's)."""
 
 
+_SHIELD = threading.local()
+
+
+@contextlib.contextmanager
+def alarm_shield():
+    """Hold off ``run_alarm``'s exception while the block runs (a database write from a progress
+    callback): an exception raised mid-commit leaves the connection and the run's transaction in
+    an unknown state, so the alarm re-arms itself for 50 ms and fires after the block."""
+    _SHIELD.depth = getattr(_SHIELD, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _SHIELD.depth -= 1
+
+
 @contextlib.contextmanager
 def run_alarm(seconds: float, run_id: int):
     """Raise ``RunTimeLimit`` in this (the main) thread once ``seconds`` of wall time have
-    passed, through SIGALRM, like Celery's own soft limit; a no-op outside the main thread. A
-    timer armed before (pytest-timeout's, say) keeps its deadline and handler: the earlier of
-    the two fires first, and it is re-armed with its remaining time on exit."""
+    passed, through SIGALRM; a no-op outside the main thread. The exception is raised only while
+    the block runs and outside ``alarm_shield``; a signal still pending when the block has
+    ended does nothing. A timer armed before (pytest-timeout's, say) keeps its deadline and
+    handler: the earlier of the two fires first, and it is re-armed with its remaining time on
+    exit. Celery's own soft limit is a later backstop (``raptorgrid.queueing.task_time_limits``),
+    so the two never race."""
     if threading.current_thread() is not threading.main_thread() or seconds <= 0:
         yield
         return
     start = time.monotonic()
     deadline = start + seconds
     earlier_fired = False
+    active = True
 
     def expired(signum, frame):  # noqa: ANN001
         nonlocal earlier_fired
+        if not active:  # the block has ended: only an earlier timer's own deadline counts
+            if callable(previous) and before > 0 and time.monotonic() >= start + before - 1e-3:
+                previous(signum, frame)
+            return
         if time.monotonic() >= deadline - 1e-3:
+            if getattr(_SHIELD, "depth", 0):
+                signal.setitimer(signal.ITIMER_REAL, 0.05)
+                return
             raise RunTimeLimit(f"run {run_id} passed its soft time limit inside a solver step")
         earlier_fired = True  # the earlier timer's deadline: its handler decides, ours re-arms
         signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 1e-3))
@@ -111,6 +137,7 @@ def run_alarm(seconds: float, run_id: int):
     try:
         yield
     finally:
+        active = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if before > 0 and not earlier_fired:
@@ -220,7 +247,8 @@ class Heartbeat:
             raise RunTimeLimit(f"run {self.claim.run_id} passed its soft time limit at t = {t:g}")
         self._raise_for(self._state)
         if now - self.last >= self.ctx.settings.heartbeat_seconds:
-            self.beat()
+            with alarm_shield():
+                self.beat()
 
     def beat(self) -> None:
         state = with_db_retry(
@@ -363,14 +391,22 @@ def execute_run(
         return "cancelled"
     except (RunTimeLimit, *time_limit_errors):
         limit = ctx.settings.soft_time_limit
-        _finish(
-            ctx,
-            claim,
-            RunStatus.FAILED,
-            reason=FailureReason.TIME_LIMIT.value,
-            message=f"stopped at the soft time limit ({limit:g} s): "
-            f"{FailureReason.TIME_LIMIT.advice}",
-        )
+        for _ in range(2):
+            try:
+                _finish(
+                    ctx,
+                    claim,
+                    RunStatus.FAILED,
+                    reason=FailureReason.TIME_LIMIT.value,
+                    message=f"stopped at the soft time limit ({limit:g} s): "
+                    f"{FailureReason.TIME_LIMIT.advice}",
+                )
+                break
+            except time_limit_errors:
+                # Celery's soft limit (a backstop behind the run's own) arrived during the
+                # write: the transaction rolled back, so write again (else the run would stay
+                # "running" until its lease expired, and for good with no reconciler running).
+                log.warning("run %d: Celery's soft limit interrupted its failure record", run_id)
         return "time-limit"
     except TRANSIENT_ERRORS:
         # The database went away: leave the run to its lease; the reconciler requeues it

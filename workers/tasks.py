@@ -7,8 +7,11 @@ main process is ready, measured 2026-12-03)."""
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
+import signal
+import sys
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -18,6 +21,12 @@ from raptorgrid.runtime import SINGLE_THREAD_ENV
 from raptorgrid.settings import get_settings
 
 log = logging.getLogger(__name__)
+
+STACK_DUMP_SIGNAL = signal.SIGUSR2
+"""``kill -USR2`` writes every thread's Python stack to the worker's stderr (its log), in the
+main process and in the pool process: how a stuck worker is diagnosed without a debugger."""
+if sys.__stderr__ is not None:  # Celery replaces sys.stderr with a logger; fd 2 is the log
+    faulthandler.register(STACK_DUMP_SIGNAL, file=sys.__stderr__, all_threads=True)
 
 
 @worker_init.connect

@@ -19,9 +19,21 @@ RUN_TASK = "raptorgrid.run"
 """Name of the task that executes one run; its only argument is the run id."""
 
 
+def task_time_limits(soft: float, hard: float, n_runs: int = 1) -> tuple[float, float]:
+    """Celery's (soft, hard) time limits in s for a task of ``n_runs`` runs, each run limited
+    to ``soft`` and ``hard`` s. Each run's own limit (``workers.runner``: the progress check
+    and the run's alarm) acts first; Celery's soft limit is a backstop a margin later (10 %,
+    at least 2 s, at most half-way to the hard limit), so the two asynchronous exceptions
+    never race: one arriving while the other's failure was being written could interrupt that
+    database write. The hard limit is the runs' hard limits, unchanged."""
+    task_soft = n_runs * soft + min(max(2.0, 0.1 * soft), (hard - soft) / 2)
+    return task_soft, n_runs * hard
+
+
 def celery_config(settings: Settings) -> dict[str, Any]:
     """Every Celery setting the platform relies on, in one dict (asserted in the tests)."""
     visibility = {"visibility_timeout": settings.visibility_timeout}
+    task_soft, task_hard = task_time_limits(settings.soft_time_limit, settings.hard_time_limit)
     if settings.broker_is_sqla:
         # Serverless transport: no redelivery timeout exists; its options go to create_engine.
         broker_options: dict[str, Any] = sqla_transport_options(settings)
@@ -41,8 +53,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "task_ignore_result": True,
-        "task_soft_time_limit": settings.soft_time_limit,
-        "task_time_limit": settings.hard_time_limit,
+        "task_soft_time_limit": task_soft,
+        "task_time_limit": task_hard,
         "task_track_started": False,
         "worker_prefetch_multiplier": 1,
         "worker_concurrency": 1,

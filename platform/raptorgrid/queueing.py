@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from celery import Celery
 from kombu.exceptions import ChannelError
 
-from raptorgrid.celery_app import RUN_TASK
+from raptorgrid.celery_app import RUN_TASK, task_time_limits
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +25,9 @@ def enqueue_runs(
 ) -> int:
     """Send the runs on one producer connection: one message per run, or per batch when
     ``batches`` (lists of run ids, ``raptorgrid.batching``) is given. A batch's message gets
-    ``time_limits`` (soft, hard: one run's limits) multiplied by its size, since each run keeps
-    its own limit inside the task. Returns how many runs were sent."""
+    Celery limits for its size (``task_time_limits`` of ``time_limits``: one run's soft and hard
+    limits), since each run keeps its own limit inside the task. Returns how many runs were
+    sent."""
     groups = [list(b) for b in batches] if batches is not None else [[r] for r in run_ids]
     groups = [[int(r) for r in g] for g in groups if g]
     if not groups:
@@ -35,10 +36,8 @@ def enqueue_runs(
         for group in groups:
             limits = {}
             if time_limits is not None and len(group) > 1:
-                limits = {
-                    "soft_time_limit": time_limits[0] * len(group),
-                    "time_limit": time_limits[1] * len(group),
-                }
+                soft, hard = task_time_limits(*time_limits, len(group))
+                limits = {"soft_time_limit": soft, "time_limit": hard}
             celery.send_task(RUN_TASK, args=[group], queue=queue, producer=producer, **limits)
     n = sum(len(g) for g in groups)
     log.info("enqueued %d runs in %d messages on %s", n, len(groups), queue)
