@@ -195,10 +195,19 @@ def load_or_compile(
         executable, seconds, hits = _compile(build, example_args)
         # an executable that JAX's persistent cache handed back was itself deserialized, and
         # serializing it again drops its kernels ("Function ... not found" when the copy
-        # runs): store only what was really compiled here
-        if not hits:
-            _store(path, executable)
-            _publish(path)
+        # runs): store only what was really compiled here, compiling once more without that
+        # cache when it answered (after a source edit; else the store never gets the entry
+        # and every process traces and lowers the function again to find it in that cache)
+        if hits:
+            from jax._src import config as jax_config
+
+            with jax_config.enable_compilation_cache(False):
+                stored, more, _ = _compile(build, example_args)
+            seconds += more
+        else:
+            stored = executable
+        _store(path, stored)
+        _publish(path)
     return executable, seconds, 0.0
 
 
@@ -221,9 +230,18 @@ def _load(path: Path) -> tuple[Any, float] | None:
 
 
 def _compile(build: Callable[[], Callable], example_args: tuple) -> tuple[Any, float, list]:
+    """Compile ``build()`` for ``example_args``: (executable, seconds, persistent-cache hits).
+    The function is wrapped anew, so JAX's in-memory trace and compilation caches (keyed by
+    the function) cannot hand back an executable compiled earlier in this process, perhaps
+    from the persistent cache, without it being counted here."""
+    fn = build()
+
+    def fresh(*args):
+        return fn(*args)
+
     start = time.perf_counter()
     with _persistent_cache_hits() as hits:
-        executable = jax.jit(build()).lower(*example_args).compile()
+        executable = jax.jit(fresh).lower(*example_args).compile()
     return executable, time.perf_counter() - start, hits
 
 

@@ -13,6 +13,20 @@ from typer.testing import CliRunner
 runner = CliRunner()
 
 
+def processes_using(folder: Path) -> list[int]:
+    """Pids of live processes whose environment names ``folder`` (the embedded workers')."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if str(folder).encode() in (proc / "environ").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:  # exited, or not ours to read
+            continue
+    return pids
+
+
 def invoke(*args: str):
     return runner.invoke(app, list(args), catch_exceptions=False)
 
@@ -67,6 +81,9 @@ def test_run_refuses_an_invalid_spec(tmp_path: Path, small_spec: dict, monkeypat
     result = invoke("run", str(spec))
     assert result.exit_code == 2
     assert "methods.0.options" in result.output and "Traceback" not in result.output
+    # the workers `run` starts before validating are gone with it (killed: nothing was claimed)
+    assert list((tmp_path / "raptorgrid-data" / "logs").glob("embedded*.log"))
+    assert not processes_using(tmp_path)
     missing = invoke("run", str(tmp_path / "deeply" / ("long-folder-name" * 6) / "nope.json"))
     assert missing.exit_code == 2  # the whole path, not broken by line wrapping
     assert str(tmp_path / "deeply" / ("long-folder-name" * 6) / "nope.json") in missing.output

@@ -21,16 +21,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from celery import Celery
-
-from raptorgrid import repository as repo
 from raptorgrid.broker import prepare_sqla_broker
-from raptorgrid.db import Database
-from raptorgrid.reconcile import reconcile_once
 from raptorgrid.runtime import die_with_parent, pin_to_cpu, single_thread_env, usable_cpus
 from raptorgrid.settings import Settings
-from raptorgrid.tables import Campaign, CampaignStatus
+
+if TYPE_CHECKING:  # the launch path stays import-light: `raptorgrid run` starts workers first
+    from celery import Celery
+
+    from raptorgrid.db import Database
+    from raptorgrid.tables import Campaign
 
 log = logging.getLogger(__name__)
 
@@ -87,18 +88,21 @@ class EmbeddedWorkers:
     def __init__(self, settings: Settings, count: int) -> None:
         self.settings, self.count = settings, count
         self.workers: list[WorkerProcess] = []
+        self._tag = uuid.uuid4().hex[:6]
 
-    def start(self) -> EmbeddedWorkers:
-        if self.settings.broker_is_sqla:
+    def start(self, count: int | None = None) -> EmbeddedWorkers:
+        """Start ``count`` more workers (default: all not yet started)."""
+        if not self.workers and self.settings.broker_is_sqla:
             prepare_sqla_broker(self.settings)
         logs = self.settings.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         env = single_thread_env({**os.environ, **self.settings.as_env()})
         cpus = usable_cpus()
-        tag = uuid.uuid4().hex[:6]
         methods = list(self.settings.prebuild_methods)
-        for i in range(self.count):
-            name = f"embedded{i}-{tag}"
+        first = len(self.workers)
+        last = self.count if count is None else min(self.count, first + count)
+        for i in range(first, last):
+            name = f"embedded{i}-{self._tag}"
             cpu = cpus[i % len(cpus)]
             log_path = logs / f"{name}.log"
             # each worker starts its prebuild at a different method: the first compiles of a
@@ -139,6 +143,14 @@ class EmbeddedWorkers:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(w.process.pid, signal.SIGKILL)
 
+    def kill(self) -> None:
+        """Stop every worker at once (SIGKILL to each process group): for workers that were
+        started but never given a campaign (its spec was invalid)."""
+        for w in self.workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(w.process.pid, signal.SIGKILL)
+            w.process.wait()
+
     def __enter__(self) -> EmbeddedWorkers:
         return self.start()
 
@@ -168,6 +180,10 @@ def wait_for_campaign(
     poll_seconds: float = 0.25,
 ) -> Campaign:
     """Poll the campaign until it is finished or cancelled, reconciling on the way."""
+    from raptorgrid import repository as repo
+    from raptorgrid.reconcile import reconcile_once
+    from raptorgrid.tables import CampaignStatus
+
     next_reconcile = time.monotonic() + settings.reconcile_seconds
     while True:
         with db.read() as session:

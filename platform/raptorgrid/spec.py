@@ -40,9 +40,8 @@ from models.library import STORED_CASE_PREFIX, build_system, is_stored_case, net
 from models.naming import unknown_name
 from raptorgrid.campaign_gen import DisturbanceGenerator
 from raptorgrid.settings import Settings
+from raptorgrid.spec_errors import Loc, SpecError
 from solvers.catalogue import METHODS, UnknownMethodError, validate_options
-
-Loc = tuple[str | int, ...]
 
 MAX_CAMPAIGN_SAMPLES = 200_000_000
 """Largest runs x n_eval of one campaign (each sample is a row of every state and output)."""
@@ -51,16 +50,6 @@ CCT_KINDS = ("bus_fault", "line_fault")
 """Disturbances whose clearing time a CCT campaign searches (each probe moves ``t_clear``)."""
 ELEMENT_FIELDS = ("bus", "branch", "generator", "load", "source", "input", "state")
 """Fields of a disturbance that name a network element (checked against the built network)."""
-
-
-class SpecError(ValueError):
-    """Spec errors found after parsing, each ``(loc, message)`` with ``loc`` inside the spec."""
-
-    def __init__(self, errors: list[tuple[Loc, str]]) -> None:
-        self.errors = errors
-        super().__init__(
-            "; ".join(f"{'.'.join(map(str, loc)) or 'spec'}: {m}" for loc, m in errors)
-        )
 
 
 class InitialConditions(BaseModel):

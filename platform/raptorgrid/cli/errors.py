@@ -32,7 +32,7 @@ def _msg(text: str) -> str:
 
 
 def describe(exc: BaseException) -> str:
-    from raptorgrid.spec import SpecError
+    from raptorgrid.spec_errors import SpecError
 
     if isinstance(exc, ValidationError):
         return "\n".join(f"  {_loc(e['loc'])}: {_msg(e['msg'])}" for e in exc.errors())
@@ -53,7 +53,7 @@ def fail(message: str, code: int = EXIT_USER_ERROR) -> typer.Exit:
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn the errors a user can cause into a message and exit status 2."""
-    from raptorgrid.spec import SpecError
+    from raptorgrid.spec_errors import SpecError
 
     try:
         yield
@@ -66,7 +66,7 @@ def user_errors() -> Iterator[None]:
 @contextmanager
 def under(option: str) -> Iterator[None]:
     """Report the user errors raised inside as errors of ``option`` (e.g. ``--disturbance``)."""
-    from raptorgrid.spec import SpecError
+    from raptorgrid.spec_errors import SpecError
 
     try:
         yield
