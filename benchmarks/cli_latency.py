@@ -1,9 +1,10 @@
 """Start-up latency of ``raptorgrid run`` on the embedded default (issue: CLI start to first
 run within 5 s with a warm cache).
 
-Runs the CLI ``--repeat`` times on one small campaign (wscc9, a bus fault, Radau rtol 1e-4,
-t_end 0.3 s) in a fresh data directory (the first repeat fills the executable store: the cold
-row; the others are warm) and reads from the campaign's SQL rows, relative to the command's
+Runs the CLI ``--repeat`` times on the throughput benchmark's small campaign
+(``benchmarks.throughput.spec``: wscc9, Radau rtol 1e-4, t_end 0.3 s) in a fresh data
+directory (the first repeat fills the executable store: the cold row; the others are warm)
+and reads from the campaign's SQL rows, relative to the command's
 start (wall clock: this is a latency, not a speed ratio): campaign stored, first run started,
 first result committed, last result, and the command's exit.
 
@@ -24,21 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.common import load_average
+from benchmarks.throughput import spec
 
 CLI = Path(sys.executable).with_name("raptorgrid")
 """The console script installed beside this interpreter (what a user types)."""
-
-
-def spec(runs: int) -> dict:
-    return {
-        "name": "cli-latency",
-        "network": "wscc9",
-        "t_end": 0.3,
-        "n_eval": 31,
-        "disturbances": [{"kind": "bus_fault", "bus": "bus7", "t_fault": 0.05, "t_clear": 0.1}],
-        "initial_conditions": {"count": runs, "seed": 1, "spread": 0.1},
-        "methods": [{"method": "radau", "options": {"rtol": 1e-4}}],
-    }
 
 
 def _epoch(text: str) -> float:
@@ -84,7 +74,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         spec_path = Path(tmp) / "spec.json"
-        spec_path.write_text(json.dumps(spec(args.runs)))
+        spec_path.write_text(json.dumps(spec("wscc9", args.runs)))
         data_dir = Path(tmp) / "data"
         for k in range(args.repeat):
             row = {"cache": "cold" if k == 0 else "warm", **one(data_dir, spec_path, args.workers)}
