@@ -77,6 +77,7 @@ DQ_REFERENCES = {
     "raptor": ("raptor", {"rtol": 1e-10, "atol": 1e-12}),
     "raptor_1e8": ("raptor", {"rtol": 1e-8, "atol": 1e-10}),
     "ida_1e7": ("ida", {"rtol": 1e-7, "atol": 1e-9, "max_steps": 2_000_000}),
+    "ida_1e8": ("ida", {"rtol": 1e-8, "atol": 1e-10, "max_steps": 4_000_000}),
     "trapezoid_1us": ("trapezoid", {"dt": 1e-6}),
     "trapezoid_2us": ("trapezoid", {"dt": 2e-6}),
 }
