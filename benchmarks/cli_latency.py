@@ -8,7 +8,7 @@ and reads from the campaign's SQL rows, relative to the command's
 start (wall clock: this is a latency, not a speed ratio): campaign stored, first run started,
 first result committed, last result, and the command's exit.
 
-    python -m benchmarks.cli_latency --runs 20 --workers 2 --repeat 4 [--json]
+    .venv/bin/python benchmarks/cli_latency.py --runs 60 --workers 2 --repeat 3 [--json]
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.common import load_average
-from benchmarks.throughput import spec
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import load_average  # noqa: E402
+from benchmarks.throughput import spec  # noqa: E402
 
 CLI = Path(sys.executable).with_name("raptorgrid")
 """The console script installed beside this interpreter (what a user types)."""
