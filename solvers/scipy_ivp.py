@@ -169,9 +169,6 @@ def _segment_steps(
     *,
     is_last: bool,
 ) -> Iterator[Advance]:
-    if at_rest(ode, t_start, t_end, x, options.rtol, options.atol):
-        yield from _rest(ode, t_start, t_end, x, stats, builder, is_last=is_last)
-        return np.array(x), ode.z.copy()
     exact_jacobian = method in IMPLICIT and getattr(options, "exact_jacobian", False)
     differenced = method in IMPLICIT and not exact_jacobian
     meter = WorkMeter(ode, len(x), finite_difference_jacobian=differenced)
@@ -215,44 +212,6 @@ def _segment_steps(
         fill_samples(builder, ode, solver.t_old, solver.t, dense, last=done and is_last)
         yield Advance(float(solver.t), np.array(solver.y), z, ode)
     return np.array(solver.y), z
-
-
-REST_FRACTION = 1e-3
-"""A segment starts at rest when |x'| times its length is below this fraction of the error
-tolerance in every state (``at_rest``)."""
-
-
-def at_rest(
-    ode: ReducedODE, t_start: float, t_end: float, x: np.ndarray, rtol: float, atol: float
-) -> bool:
-    """Whether the segment starts at an equilibrium of its own parameters: |x'| (t_end -
-    t_start) <= ``REST_FRACTION`` (atol + rtol |x|) in every state, i.e. x' is round-off (a
-    scenario's quiet start before its first event). The exact solution then stays at x until
-    the next event, so the segment is one advance (``_rest``) instead of an integration: SciPy's
-    BDF cannot integrate from an exact equilibrium at all on some networks (the IEEE 14 PSS/E
-    case with its ESST3A exciters: its Newton test compares two round-off updates and halves the
-    step until it underflows; from initial conditions spread by 1e-6 it integrates)."""
-    f = ode.rhs(t_start, x)
-    return bool(np.all(np.abs(f) * (t_end - t_start) <= REST_FRACTION * (atol + rtol * np.abs(x))))
-
-
-def _rest(
-    ode: ReducedODE,
-    t_start: float,
-    t_end: float,
-    x: np.ndarray,
-    stats: Stats,
-    builder: TrajectoryBuilder,
-    *,
-    is_last: bool,
-) -> Iterator[Advance]:
-    """The segment as one accepted advance that keeps the state: samples hold x (their z
-    re-solved, which only polishes it)."""
-    z = ode.solve_z(x)
-    stats.accepted += 1
-    builder.accept(t_end, x, z)
-    fill_samples(builder, ode, t_start, t_end, lambda t: x, last=is_last)
-    yield Advance(float(t_end), np.array(x), z, ode)
 
 
 def _failure(solver: OdeSolver, method: str, message: str | None) -> tuple[FailureReason, str]:
