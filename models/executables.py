@@ -195,19 +195,12 @@ def load_or_compile(
         executable, seconds, hits = _compile(build, example_args)
         # an executable that JAX's persistent cache handed back was itself deserialized, and
         # serializing it again drops its kernels ("Function ... not found" when the copy
-        # runs): store only what was really compiled here, compiling once more without that
-        # cache when it answered (after a source edit; else the store never gets the entry
-        # and every process traces and lowers the function again to find it in that cache)
-        if hits:
-            from jax._src import config as jax_config
-
-            with jax_config.enable_compilation_cache(False):
-                stored, more, _ = _compile(build, example_args)
-            seconds += more
-        else:
-            stored = executable
-        _store(path, stored)
-        _publish(path)
+        # runs): store only what was really compiled here. (Compiling it once more inside
+        # ``enable_compilation_cache(False)`` does not help: JAX decides once per process
+        # whether that cache is used, and the copies stored so were broken too, 2026-12-04.)
+        if not hits:
+            _store(path, executable)
+            _publish(path)
     return executable, seconds, 0.0
 
 
