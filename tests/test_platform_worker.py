@@ -219,3 +219,22 @@ def test_soft_time_limit_holds_without_a_signal(make_settings, small_spec, metho
     assert (run.status, run.reason) == ("failed", "time_limit")
     assert "soft time limit (0.5 s)" in run.message
     db.dispose()
+
+
+def test_a_failure_record_interrupted_by_celerys_limit_is_written_again() -> None:
+    from workers.runner import despite_late_limit
+
+    class Late(Exception):
+        pass
+
+    calls = []
+
+    def record() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise Late  # Celery's soft limit arrived during the write
+
+    despite_late_limit(record, (Late,))
+    assert len(calls) == 2
+    with pytest.raises(ValueError):  # anything else is not swallowed
+        despite_late_limit(lambda: (_ for _ in ()).throw(ValueError("boom")), (Late,))

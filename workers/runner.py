@@ -105,7 +105,7 @@ def run_alarm(seconds: float, run_id: int):
     the block runs and outside ``alarm_shield``; a signal still pending when the block has
     ended does nothing. A timer armed before (pytest-timeout's, say) keeps its deadline and
     handler: the earlier of the two fires first, and it is re-armed with its remaining time on
-    exit. Celery's own soft limit is a later backstop (``raptorgrid.queueing.task_time_limits``),
+    exit. Celery's own soft limit is a later backstop (``raptorgrid.celery_app.task_time_limits``),
     so the two never race."""
     if threading.current_thread() is not threading.main_thread() or seconds <= 0:
         yield
@@ -143,6 +143,21 @@ def run_alarm(seconds: float, run_id: int):
         if before > 0 and not earlier_fired:
             left = before - (time.monotonic() - start)
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
+
+
+def despite_late_limit(record: Callable[[], object], time_limit_errors: tuple) -> None:
+    """Run ``record`` (the write of a ``time_limit`` failure), once more if Celery's soft limit,
+    a backstop behind the run's own, interrupts it: the interrupted transaction rolled back, and
+    the run would otherwise stay "running" until its lease expired (for good where no
+    reconciler runs)."""
+    for _ in range(2):
+        try:
+            record()
+            return
+        except time_limit_errors:
+            log.warning(
+                "Celery's soft limit interrupted a time-limit failure record: writing it again"
+            )
 
 
 class RunCancelled(Exception):
@@ -391,22 +406,17 @@ def execute_run(
         return "cancelled"
     except (RunTimeLimit, *time_limit_errors):
         limit = ctx.settings.soft_time_limit
-        for _ in range(2):
-            try:
-                _finish(
-                    ctx,
-                    claim,
-                    RunStatus.FAILED,
-                    reason=FailureReason.TIME_LIMIT.value,
-                    message=f"stopped at the soft time limit ({limit:g} s): "
-                    f"{FailureReason.TIME_LIMIT.advice}",
-                )
-                break
-            except time_limit_errors:
-                # Celery's soft limit (a backstop behind the run's own) arrived during the
-                # write: the transaction rolled back, so write again (else the run would stay
-                # "running" until its lease expired, and for good with no reconciler running).
-                log.warning("run %d: Celery's soft limit interrupted its failure record", run_id)
+        despite_late_limit(
+            lambda: _finish(
+                ctx,
+                claim,
+                RunStatus.FAILED,
+                reason=FailureReason.TIME_LIMIT.value,
+                message=f"stopped at the soft time limit ({limit:g} s): "
+                f"{FailureReason.TIME_LIMIT.advice}",
+            ),
+            time_limit_errors,
+        )
         return "time-limit"
     except TRANSIENT_ERRORS:
         # The database went away: leave the run to its lease; the reconciler requeues it

@@ -30,6 +30,7 @@ from workers.runner import (
     WorkerContext,
     _finish,
     commit,
+    despite_late_limit,
     prepare_run,
     solved_run,
     with_db_retry,
@@ -199,9 +200,12 @@ def execute_together(
             outcomes.setdefault(claim.run_id, "lease-lost")
     except (RunTimeLimit, *time_limit_errors):
         limit = ctx.settings.soft_time_limit
-        finish_all(pending, RunStatus.FAILED, FailureReason.TIME_LIMIT,
-                   f"stopped at the soft time limit ({limit:g} s): "
-                   f"{FailureReason.TIME_LIMIT.advice}")  # fmt: skip
+        despite_late_limit(
+            lambda: finish_all(pending, RunStatus.FAILED, FailureReason.TIME_LIMIT,
+                               f"stopped at the soft time limit ({limit:g} s): "
+                               f"{FailureReason.TIME_LIMIT.advice}"),
+            time_limit_errors,
+        )  # fmt: skip
     except TRANSIENT_ERRORS:
         log.exception("batch %s: database unavailable; the runs are left to their leases", run_ids)
         raise

@@ -139,13 +139,12 @@ class EmbeddedWorkers:
                 log.warning("worker %s did not stop in %.0f s: killing it", w.name, STOP_TIMEOUT)
                 os.killpg(w.process.pid, signal.SIGKILL)
                 w.process.wait()
-        for w in self.workers:  # reap pool processes a killed main left behind
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(w.process.pid, signal.SIGKILL)
+        self.kill()  # reap pool processes a killed main left behind
 
     def kill(self) -> None:
         """Stop every worker at once (SIGKILL to each process group): for workers that were
-        started but never given a campaign (its spec was invalid)."""
+        started but never given a campaign (its spec was invalid), and after a warm stop for
+        the pool processes a killed main left behind."""
         for w in self.workers:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(w.process.pid, signal.SIGKILL)
