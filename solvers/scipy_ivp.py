@@ -28,8 +28,10 @@ from solvers.status import FailureReason
 from solvers.stepping import (
     Advance,
     StepFailure,
+    at_rest,
     begin_segment,
     initial_state,
+    rest_advance,
 )
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
 
@@ -114,6 +116,13 @@ def scipy_steps(method: str):
         x, z = initial_state(system, scenario)
         for segment in segments(system, scenario):
             ode, z = begin_segment(system, kernels, segment, x, z, stats, builder)
+            last = segment.t_end >= scenario.t_end
+            span = segment.t_end - segment.t_start
+            if at_rest(ode.rhs(segment.t_start, x), x, span, options.rtol, options.atol):
+                yield rest_advance(
+                    ode, segment.t_start, segment.t_end, x, z, stats, builder, last=last
+                )
+                continue
             x, z = yield from _segment_steps(
                 solver_class,
                 method,
@@ -124,7 +133,7 @@ def scipy_steps(method: str):
                 options,
                 stats,
                 builder,
-                is_last=segment.t_end >= scenario.t_end,
+                is_last=last,
             )
 
     return stepper

@@ -89,6 +89,44 @@ def begin_segment(
     return ode, z
 
 
+REST_FRACTION = 1e-3
+"""A segment is *at rest* when its starting drift over the whole segment, |x_i'| (t_end -
+t_start), is at most this fraction of every state's error tolerance atol + rtol |x_i|."""
+
+
+def at_rest(xdot: np.ndarray, x: np.ndarray, span: float, rtol: float, atol: float) -> bool:
+    """Whether a segment of ``span`` seconds starting at ``x`` with derivative ``xdot`` is at rest
+    (``REST_FRACTION``): the exact solution then stays within a thousandth of the tolerance of
+    ``x`` over the segment (to first order), so keeping the state is an accepted advance."""
+    bound = REST_FRACTION * (atol + rtol * np.abs(x))
+    return bool(np.all(np.abs(xdot) * span <= bound))
+
+
+def rest_advance(
+    ode: ReducedODE,
+    t_start: float,
+    t_end: float,
+    x: np.ndarray,
+    z: np.ndarray,
+    stats: Stats,
+    builder: TrajectoryBuilder,
+    *,
+    last: bool,
+) -> Advance:
+    """One accepted advance over a segment at rest (``at_rest``): the state is kept, the samples
+    in the segment are the starting point.
+
+    Why: SciPy's BDF fails from an exact equilibrium (its Newton rate test divides round-off by
+    round-off; docs/models.md, "BDF from an exact equilibrium"), and no method should spend
+    steps on a segment whose solution is constant to far below its tolerance."""
+    builder.accept(t_end, x, z)
+    idx = builder.sample_indices(t_start, t_end, last)
+    builder.x_eval[idx], builder.z_eval[idx] = x, z
+    builder.y_eval[idx] = ode.outputs(x, z)
+    stats.accepted += 1
+    return Advance(float(t_end), np.array(x), np.array(z), ode)
+
+
 class StepRun:
     """Iterate to receive each ``Advance``; when the iteration ends, ``result`` holds the
     ``SolveResult`` (failed with its reason if a numerical failure stopped it)."""

@@ -5,6 +5,8 @@ independent count."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -261,26 +263,31 @@ def test_exact_jacobian_saves_rhs_work(wscc9, fault, stiff):
 
 def test_derived_counters_match_independent_counts(wscc9, fault, stiff):
     n_segments = 3
-    # RK45: 6 calls per attempt, plus f(t0) and one call of SciPy's initial-step choice per segment
+    # the pre-fault segment starts at the equilibrium: it is at rest (``stepping.at_rest``), one
+    # accepted advance and no solver step; every segment pays one RHS call for that check
+    integrated = n_segments - 1
+    checks = n_segments
+    # RK45: 6 calls per attempt, plus f(t0) per integrated segment (first_step is given)
     rk = solve(wscc9, fault, "rk45", rtol=1e-6, atol=1e-8, first_step=0.05)
     assert rk.stats.rejected >= 1  # the oversized first step is rejected
-    attempts = rk.stats.accepted + rk.stats.rejected
-    assert rk.stats.rhs_evaluations == 6 * attempts + n_segments
+    attempts = rk.stats.accepted - 1 + rk.stats.rejected
+    assert rk.stats.rhs_evaluations == 6 * attempts + integrated + checks
     # BDF: Newton iterations are the nfev increase; the rest is f(t0) + initial-step choice
     bdf = solve(wscc9, fault, "bdf", rtol=1e-6, atol=1e-8)
-    assert bdf.stats.rhs_evaluations == bdf.stats.newton_iterations + 2 * n_segments
+    assert bdf.stats.rhs_evaluations == bdf.stats.newton_iterations + 2 * integrated + checks
     # LSODA: every RHS call after the initial f(t0) is a corrector iteration
     lsoda = solve(wscc9, fault, "lsoda", rtol=1e-6, atol=1e-8)
-    assert lsoda.stats.rhs_evaluations == lsoda.stats.newton_iterations + n_segments
+    assert lsoda.stats.rhs_evaluations == lsoda.stats.newton_iterations + integrated + checks
     for result in (rk, bdf, lsoda):
         assert result.stats.accepted == len(result.t) - n_segments
+        assert result.t[1] == fault.events[0].time  # the segment at rest: one advance
     # in BDF mode, differenced LSODA Jacobians (n_x calls and one factorization each) are
     # taken out of the corrector iterations
     fd = solve(stiff, Scenario(t_end=1.0), "lsoda", rtol=1e-6, atol=1e-8, exact_jacobian=False)
     assert fd.stats.lu_factorizations >= 1
     assert fd.stats.rhs_evaluations == (
-        fd.stats.newton_iterations + stiff.n_x * fd.stats.lu_factorizations + 1
-    )
+        fd.stats.newton_iterations + stiff.n_x * fd.stats.lu_factorizations + 1 + 1
+    )  # f(t0) and the rest check
 
 
 @pytest.mark.skipif(not _has_ida(), reason="scikit-sundae missing")
@@ -355,3 +362,15 @@ def test_diffrax_streams_one_record_per_event_segment(wscc9, fault):
     assert stream.result.succeeded
     assert [r.t for r in records] == [0.1, 0.2, fault.t_end]
     np.testing.assert_allclose(records[-1].x, stream.result.x[-1])
+
+
+def test_a_segment_at_rest_is_one_advance_keeping_the_state(wscc9, fault):
+    result = solve(wscc9, fault, "radau", rtol=1e-6, atol=1e-8)
+    pre = result.t_eval < fault.events[0].time
+    assert list(result.t[:2]) == [0.0, fault.events[0].time]
+    expected = np.broadcast_to(wscc9.x0, (pre.sum(), wscc9.n_x))
+    np.testing.assert_array_equal(result.x_eval[pre], expected)
+    # a start off the equilibrium by far less than the tolerance is not at rest
+    moved = np.array(wscc9.x0) * (1 + 1e-5)
+    off = solve(wscc9, dataclasses.replace(fault, x0=moved), "radau", rtol=1e-6, atol=1e-8)
+    assert off.succeeded and off.t[1] < fault.events[0].time
