@@ -12,6 +12,10 @@ with the new network solution, z solved again with them so that every output poi
 consistent. The delay makes it first order in that coupling. A system without controller states
 is an input error (a failed result with reason ``invalid_input``).
 
+States behind a non-windup limiter (exciter and governor limits of the PSS/E models) are
+advanced as x1 = clip(x0 + h/2 (f0 + f1_raw), low, high): the limiter's own definition, and the
+form whose step equation keeps a root at the limit (``trapezoid_kernel.trapezoid_target``).
+
 Time grid: the steps end on t0 + k dt. An event between two grid points is not moved: the step
 before it is shortened to land exactly on it, and the next step ends on the grid again; the last
 step is shortened the same way to end at t_end. The output points are therefore the grid, the

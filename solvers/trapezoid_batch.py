@@ -50,7 +50,7 @@ from solvers.reduced import ALGEBRAIC_TOL
 from solvers.result import SolveResult, Stats
 from solvers.trajectory import DIVERGENCE_LIMIT, TrajectoryBuilder, segments
 from solvers.trapezoid import GRID_EPS, step_grid
-from solvers.trapezoid_kernel import CONVERGED, _chord
+from solvers.trapezoid_kernel import CONVERGED, _chord, trapezoid_target
 
 BATCH_DENSE_MAX = 600
 """Largest n_x + n_z solved in a batch: B dense LUs of this size per refactorization."""
@@ -139,9 +139,11 @@ def _horizon_function(system: DAESystem):
     newton = jax.vmap(newton_solver(g))
     f_b, g_b = jax.vmap(f), jax.vmap(g)
 
+    target = trapezoid_target(system)
+
     def residual(w, x0, f0, h, p):
         x1, z1 = w[:n_x], w[n_x:]
-        return jnp.concatenate([x1 - x0 - 0.5 * h * (f0 + f(x1, z1, p)), g(x1, z1, p)])
+        return jnp.concatenate([x1 - target(x1, z1, x0, f0, h, p), g(x1, z1, p)])
 
     residual_b = jax.vmap(residual)
     jacobian_b = jax.vmap(jax.jacfwd(residual))

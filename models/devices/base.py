@@ -36,7 +36,9 @@ A machine model with a field winding gives ``field_current(xs, Id, Iq, p)``: PSS
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -119,9 +121,40 @@ def saturation(x, a, b):
     return b * excess * excess / xp.maximum(x, 1e-6)
 
 
+LIMITER_VIEWS = ("gate", "raw", "low", "high", "marker")
+_LIMITER_VIEW: ContextVar[str] = ContextVar("limiter_view", default="gate")
+
+
+@contextmanager
+def limiter_view(view: str) -> Iterator[None]:
+    """While tracing (or evaluating) a system's f inside this block, every ``non_windup`` returns,
+    in place of its gated derivative: ``raw`` the derivative without the gate, ``low`` / ``high``
+    the limits, ``marker`` +inf (which states are limited). ``gate`` is the model itself.
+
+    Why: the implicit trapezoid needs each limited state as x1 = clip(x0 + h/2 (f0 + f1_raw),
+    low, high) (``solvers.trapezoid_kernel.trapezoid_target``); with the gated f its step
+    equation has no root near a limit. The device models stay written once, with ``non_windup``.
+    """
+    if view not in LIMITER_VIEWS:
+        raise ValueError(f"limiter view {view!r}: expected one of {LIMITER_VIEWS}")
+    token = _LIMITER_VIEW.set(view)
+    try:
+        yield
+    finally:
+        _LIMITER_VIEW.reset(token)
+
+
 def non_windup(derivative, state, low, high):
     """Non-windup limiter of a first-order block (IEEE Std 421.5-2016 Annex E): the state stops
-    at a limit and leaves it as soon as its derivative points back inside."""
+    at a limit and leaves it as soon as its derivative points back inside (other views of the
+    same limiter: ``limiter_view``)."""
+    view = _LIMITER_VIEW.get()
+    if view == "raw":
+        return derivative
+    if view in ("low", "high"):
+        return jnp.zeros_like(derivative) + (low if view == "low" else high)
+    if view == "marker":
+        return jnp.full_like(derivative, jnp.inf)
     at_high = (state >= high) & (derivative > 0)
     at_low = (state <= low) & (derivative < 0)
     return jnp.where(at_high | at_low, 0.0, derivative)
