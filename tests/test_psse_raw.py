@@ -3,6 +3,7 @@ same network; the power flow matches ANDES's (``tests/reference/andes/power_flow
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -119,27 +120,35 @@ def test_tokens_keep_quoted_text_commas_and_defaults() -> None:
         split_record("1,'open")
 
 
-PF_AGREEMENT = {"wecc.raw": 1e-5}
-"""WECC: 9.6e-6 pu (a uniform ~8e-6 rad angle offset from the swing). ANDES's own solution
-satisfies its equations to 9e-13, but in ours it leaves 3e-4 to 6e-4 pu of power at buses 68,
-71, 79, 30 (the near-jumper lines 68-71, 3e-4 pu reactance, and line 30-79 with 3.3 pu
-charging): a 4e-5 relative difference in those branches' flows whose cause is not located."""
+ANDES_SERIES_OFFSET = 1e-8
+"""ANDES's line model adds 1e-8 pu to every branch's r and x (its ``Line``: y_hk = u / ((r +
+1e-8) + j (x + 1e-8))), a departure from the PSS/E data. On WECC the departure moves the
+solution by 9.6e-6 pu: its lines 68-71 (x = 3e-4 pu, 1e-8 is 3.3e-5 of it) carry about 15 pu."""
+PF_DEPARTURE = {"wecc.raw": 1e-5}
+"""How far the PSS/E solution may lie from ANDES's because of that offset (1e-6 elsewhere)."""
 
 
 @pytest.mark.parametrize(
     "raw", ["kundur.raw", "ieee14.raw", "ieee39.raw", "ieee39_repaired.raw", "wecc.raw", "npcc.raw"]
 )
 def test_power_flow_matches_andes(raw: str) -> None:
-    """Our Newton on PSS/E's conventions against ANDES's solved voltages (its tolerance 1e-12)."""
+    """Our Newton on PSS/E's conventions against ANDES's solved voltages (its tolerance 1e-12):
+    with ANDES's series offset applied the two agree to round-off; the PSS/E solution itself
+    (the specification) lies within the offset's effect."""
     reference = json.loads((REFERENCE / "power_flow.json").read_text())[raw]
     net = build_network(parse_raw((DATA / raw).read_text(), raw))
+    raw_buses = [k for k, b in enumerate(net.bus_names) if b in reference]
+    v_ref = np.array([reference[b][0] * np.exp(1j * reference[b][1]) for b in net.bus_names
+                      if b in reference])  # fmt: skip
     sol = solve_power_flow(net)
     assert sol.mismatch <= 1e-12
-    v_ref = np.array(
-        [reference[b][0] * np.exp(1j * reference[b][1]) for b in net.bus_names if b in reference]
+    assert np.max(np.abs(sol.voltage[raw_buses] - v_ref)) <= PF_DEPARTURE.get(raw, 1e-6)
+    as_andes = dataclasses.replace(
+        net,
+        branch_r=net.branch_r + ANDES_SERIES_OFFSET,
+        branch_x=net.branch_x + ANDES_SERIES_OFFSET,
     )
-    raw_buses = [k for k, b in enumerate(net.bus_names) if b in reference]
-    assert np.max(np.abs(sol.voltage[raw_buses] - v_ref)) <= PF_AGREEMENT.get(raw, 1e-6)
+    assert np.max(np.abs(solve_power_flow(as_andes).voltage[raw_buses] - v_ref)) <= 1e-10
 
 
 def test_reactive_limits_are_reported_not_enforced() -> None:
