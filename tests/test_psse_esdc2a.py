@@ -124,6 +124,12 @@ def test_kundur_with_esdc2a_starts_at_an_equilibrium(values: str) -> None:
                              dyr_file="k.dyr")  # fmt: skip
     assert system.info["init_max_abs_f"] <= 1e-8 and system.info["init_max_abs_g"] <= 1e-8
     assert system.info["generator_models"]["gen1_1"] == "GENROU+ESDC2A+TGOV1"
+    readings = [w for w in system.info["warnings"] if "ESDC2A of machine '1' at bus 1:" in w]
+    if values == WECC_VALUES:  # KE = 0 and VRMAX = 0: both readings are stated, naming the line
+        assert len(readings) == 2 and readings[0].startswith("k.dyr, line ")
+        assert "effective KE" in readings[0] and "VRMAX = 0 read as no upper limit" in readings[1]
+    else:
+        assert readings == []
 
 
 @pytest.mark.parametrize(
@@ -162,14 +168,16 @@ def test_bad_esdc2a_values_name_the_record(old: str, new: str, words: str) -> No
 
 
 def test_wecc_full_runs_its_eight_esdc2a_exciters_from_an_equilibrium() -> None:
-    """wecc_full.dyr in full (no substitution, no warning about ESDC2A): all eight ESDC2A records
+    """wecc_full.dyr in full (no substitution; each data reading stated): all eight ESDC2A records
     have KE = 0 and VRMAX = 0; every machine starts with Efd0 above its saturation's start, so
     each effective KE is negative and each regulator starts at VR = 0."""
     from tests.psse_crosscheck import system
 
     wecc = system("wecc_full")
     assert wecc.info["init_max_abs_f"] <= 1e-8 and wecc.info["init_max_abs_g"] <= 1e-8
-    assert not any("ESDC2A" in w for w in wecc.info["warnings"])
+    readings = [w for w in wecc.info["warnings"] if "ESDC2A" in w]
+    assert len(readings) == 16  # each record's KE = 0 and VRMAX = 0 readings, stated
+    assert sum("VRMAX = 0 read as no upper limit (999 VT)" in w for w in readings) == 8
     with_esdc2a = sorted(g for g, m in wecc.info["generator_models"].items() if "ESDC2A" in m)
     assert with_esdc2a == ["gen10_1", "gen111_1", "gen117_1", "gen139_1", "gen17_1", "gen42_1",
                            "gen76_1", "gen78_1"]  # fmt: skip

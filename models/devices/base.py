@@ -73,6 +73,10 @@ class DeviceModel:
     inputs: tuple[str, ...] = ()
     """``SIGNALS`` an exciter reads beyond its terminal voltage (see the module docstring)."""
     field_current: Callable | None = None
+    readings: Callable | None = None
+    """``readings(values) -> list[str]``: for one record's values (name -> number), each value
+    the model reads with a meaning of its own (e.g. ESDC2A's VRMAX = 0, no upper limit), said
+    in words; the importer stores them as warnings on the network, so no reading is silent."""
 
     @property
     def param_prefix(self) -> str:

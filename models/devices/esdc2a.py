@@ -95,6 +95,17 @@ def _output(xs, vt, p):
     return xs[3]
 
 
+def _readings(values: dict) -> list[str]:
+    """The two data rules of the module docstring, where this record meets them."""
+    out = []
+    if values["KE"] == 0:
+        out.append("KE = 0 read as PSS/E's self-excited exciter: an effective KE = -SE(Efd0) "
+                   "is computed so that VR starts at 0")  # fmt: skip
+    if values["VRMAX"] == 0:
+        out.append(f"VRMAX = 0 read as no upper limit ({NO_LIMIT:g} VT)")
+    return out
+
+
 ESDC2A = DeviceModel(
     name="ESDC2A",
     role="exciter",
@@ -105,4 +116,5 @@ ESDC2A = DeviceModel(
     init=_init,
     derivatives=_derivatives,
     output=_output,
+    readings=_readings,
 )

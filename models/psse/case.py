@@ -104,6 +104,9 @@ def load_psse_case(
                     f"'{rec.id}' at bus {rec.bus} differs from X''d = {params['Xd_pp']:g}; "
                     "X''d is used"
                 )
+        if model.readings is not None:
+            warnings += [f"{dyr_file}, line {rec.line}: {rec.model} of machine '{rec.id}' at bus "
+                         f"{rec.bus}: {text}" for text in model.readings(params)]  # fmt: skip
         slot[model.role] = Device(model, params, f"{dyr_file}, line {rec.line}")
     missing = [net.gen_names[k] for k, slot in enumerate(found) if "machine" not in slot]
     if missing:
