@@ -215,8 +215,11 @@ def dq_rows(args) -> list[dict]:  # noqa: ANN001
             runs = [
                 (method, {"dt": dt} if method == "trapezoid" else DQ_OPTIONS[method])
                 for method in args.dq_methods
+                if method != "raptor"
                 for dt in (args.dq_trapezoid_dts if method == "trapezoid" else [None])
             ]
+            if "raptor" in args.dq_methods:
+                runs = [("raptor", {"rtol": r}) for r in args.dq_raptor_rtols] + runs
             for method, options in runs:
                 if method not in warm:  # compile on a 2 ms run of the same network
                     warm[method] = solve(system, idle, method, **options).stats.compile_seconds
@@ -225,6 +228,8 @@ def dq_rows(args) -> list[dict]:  # noqa: ANN001
                 cpu = time.process_time() - start
                 error = accuracy(result, ref).state_error if result.succeeded and ref else None
                 label = method + (f" dt {options['dt']:g}" if method == "trapezoid" else "")
+                if method == "raptor" and args.dq_raptor_rtols != [DQ_OPTIONS["raptor"]["rtol"]]:
+                    label += f" rtol {options['rtol']:g}"
                 rows.append({
                     **base, "method": label, "status": result.status.value, "cpu_s": cpu,
                     "compile_s": warm[method], "accepted": result.stats.accepted,
@@ -234,7 +239,7 @@ def dq_rows(args) -> list[dict]:  # noqa: ANN001
                 if not args.json:
                     r = rows[-1]
                     print(
-                        f"{name} {disturbance} {method}: {r['cpu_s']:.2f} s CPU, "
+                        f"{name} {disturbance} {label}: {r['cpu_s']:.2f} s CPU, "
                         f"{r['accepted']} + {r['rejected']} steps, error {r['error']} "
                         f"({load_average()})",
                         flush=True,
@@ -254,6 +259,10 @@ def main() -> None:
     parser.add_argument("--dq-methods", nargs="+", default=list(DQ_METHODS))
     parser.add_argument("--dq-t-end", type=float, default=0.3)
     parser.add_argument("--dq-trapezoid-dts", nargs="+", type=float, default=[1e-4])
+    parser.add_argument(
+        "--dq-raptor-rtols", nargs="+", type=float, default=[DQ_OPTIONS["raptor"]["rtol"]],
+        help="RAPTOR's relative tolerances on the dq rows (one row each)",
+    )  # fmt: skip
     parser.add_argument("--dq-reference", choices=list(DQ_REFERENCES), default="ida")
     parser.add_argument(
         "--dq-cross-check", choices=list(DQ_REFERENCES), default=None,
