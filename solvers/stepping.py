@@ -117,8 +117,8 @@ def rest_advance(
     in the segment are the starting point.
 
     Why: SciPy's BDF fails from an exact equilibrium (its Newton rate test divides round-off by
-    round-off; docs/models.md, "BDF from an exact equilibrium"), and no method should spend
-    steps on a segment whose solution is constant to far below its tolerance."""
+    round-off; docs/models.md, the IEEE 14 PSS/E campaign with every method), and no method
+    should spend steps on a segment whose solution is constant to far below its tolerance."""
     builder.accept(t_end, x, z)
     idx = builder.sample_indices(t_start, t_end, last)
     builder.x_eval[idx], builder.z_eval[idx] = x, z
