@@ -66,8 +66,9 @@ def trapezoid_target(system: DAESystem):
 
     Why: with the gated f the step equation x1 = x0 + h/2 (f0 + f(x1)) has no root when x0 lies
     inside a limit by between h/2 |f0| and about h |f| (a solution inside the limit overshoots
-    it, and beyond it the gate pulls it back), and Newton cycles between the two (IEEE 14 PSS/E case:
-    19 of 39 scenarios failed at dt = 1 ms on TGOV1/IEEEG1 valve limits, docs/models.md). The
+    it, and beyond it the gate pulls it back), and Newton cycles between the two (IEEE 14
+    PSS/E case: 19 of 39 scenarios failed at dt = 1 ms on TGOV1/IEEEG1 valve limits,
+    docs/models.md). The
     clipped form is continuous in x1 and is the limiter's definition: the state stops at the
     limit within the step and leaves it when its raw derivative points back inside."""
     f = system.f
