@@ -139,11 +139,12 @@ def _horizon_function(system: DAESystem):
     newton = jax.vmap(newton_solver(g))
     f_b, g_b = jax.vmap(f), jax.vmap(g)
 
-    target = trapezoid_target(system)
+    target, bounds = trapezoid_target(system)
+    bounds_b = jax.vmap(bounds)
 
-    def residual(w, x0, f0, h, p):
+    def residual(w, x0, f0, h, p, lim):
         x1, z1 = w[:n_x], w[n_x:]
-        return jnp.concatenate([x1 - target(x1, z1, x0, f0, h, p), g(x1, z1, p)])
+        return jnp.concatenate([x1 - target(x1, z1, x0, f0, h, p, lim), g(x1, z1, p)])
 
     residual_b = jax.vmap(residual)
     jacobian_b = jax.vmap(jax.jacfwd(residual))
@@ -181,7 +182,7 @@ def _horizon_function(system: DAESystem):
             active = active & ok
             h = jnp.where(active, t_new[:, k] - t, 1.0)
             stale = opens | ~(jnp.abs(h - h_prev) <= GRID_EPS * h)
-            args = (x, fx, h, p)
+            args = (x, fx, h, p, bounds_b(x, z, p))
             w0 = jnp.concatenate([x + h[:, None] * fx, z], axis=1)
             w, inverse_n, it, n_fac, status = _chord(
                 lambda w: residual_b(w, *args),

@@ -60,33 +60,44 @@ def limited_states(system: DAESystem) -> np.ndarray:
 
 
 def trapezoid_target(system: DAESystem):
-    """``target(x1, z1, x0, f0, h, p)``: the trapezoidal rule's x0 + h/2 (f0 + f(x1, z1)), with
-    every non-windup-limited state instead clip(x0 + h/2 (f0 + f1_raw), low, high), f1_raw its
-    derivative without the limiter's gate.
+    """``(target, bounds)``: ``bounds(x0, z0, p)`` gives the limits (low, high) of the
+    non-windup-limited states at a step's start, once per step; ``target(x1, z1, x0, f0, h, p,
+    lim)`` is the trapezoidal rule's x0 + h/2 (f0 + f(x1, z1)) with every such state instead
+    clip(x0 + h/2 (f0 + f1_raw), low, high), f1_raw its derivative without the limiter's gate
+    (``lim`` = ``bounds(...)``; None where the system has no such state).
 
     Why: with the gated f the step equation x1 = x0 + h/2 (f0 + f(x1)) has no root when x0 lies
     inside a limit by between h/2 |f0| and about h |f| (a solution inside the limit overshoots
     it, and beyond it the gate pulls it back), and Newton cycles between the two (IEEE 14
     PSS/E case: 19 of 39 scenarios failed at dt = 1 ms on TGOV1/IEEEG1 valve limits,
-    docs/models.md). The
-    clipped form is continuous in x1 and is the limiter's definition: the state stops at the
-    limit within the step and leaves it when its raw derivative points back inside."""
+    docs/models.md). The clipped form is continuous in x1 and is the limiter's definition: the
+    state stops at the limit within the step and leaves it when its raw derivative points back
+    inside. The limits are taken at the step's start, outside the Newton iteration: exact for
+    every model that uses ``non_windup`` (their limits are parameters; EXDC2's and ESDC2A's
+    limits that move with VT have their own continuous form), and the residual traces f once."""
     f = system.f
     limited = limited_states(system)
     if limited.size == 0:
-        return lambda x1, z1, x0, f0, h, p: x0 + 0.5 * h * (f0 + f(x1, z1, p))
+
+        def plain(x1, z1, x0, f0, h, p, lim):
+            return x0 + 0.5 * h * (f0 + f(x1, z1, p))
+
+        return plain, lambda x0, z0, p: None
     index = jnp.asarray(limited)
 
-    def target(x1, z1, x0, f0, h, p):
+    def bounds(x0, z0, p):
+        with limiter_view("low"):
+            low = f(x0, z0, p)[index]
+        with limiter_view("high"):
+            high = f(x0, z0, p)[index]
+        return low, high
+
+    def target(x1, z1, x0, f0, h, p, lim):
         with limiter_view("raw"):
             free = x0 + 0.5 * h * (f0 + f(x1, z1, p))
-        with limiter_view("low"):
-            low = f(x1, z1, p)[index]
-        with limiter_view("high"):
-            high = f(x1, z1, p)[index]
-        return free.at[index].set(jnp.clip(free[index], low, high))
+        return free.at[index].set(jnp.clip(free[index], *lim))
 
-    return target
+    return target, bounds
 
 
 @dataclass(frozen=True)
@@ -176,17 +187,17 @@ def _chord(residual, refactor, solve, w0, factors, factor_first, tol, max_iter, 
 def _step_function(system: DAESystem):
     f, g = system.f, system.g
     n_x = system.n_x
-    target = trapezoid_target(system)
+    target, bounds = trapezoid_target(system)
 
-    def residual(w, x0, f0, h, p, mask, frozen):
+    def residual(w, x0, f0, h, p, mask, frozen, lim):
         x1, z1 = w[:n_x], w[n_x:]
-        advanced = x1 - target(x1, z1, x0, f0, h, p)
+        advanced = x1 - target(x1, z1, x0, f0, h, p, lim)
         return jnp.concatenate([mask * advanced + (1.0 - mask) * (x1 - frozen), g(x1, z1, p)])
 
     jacobian = jax.jacfwd(residual)
 
     def step(x0, z0, f0, h, p, mask, frozen, lu, piv, factor_first, tol, max_iter):
-        args = (x0, f0, h, p, mask, frozen)
+        args = (x0, f0, h, p, mask, frozen, bounds(x0, z0, p))
         w0 = jnp.concatenate([mask * (x0 + h * f0) + (1.0 - mask) * frozen, z0])
 
         w, (lu, piv), it, n_fac, status = _chord(
@@ -298,14 +309,15 @@ def _sparse_step_function(system: DAESystem, sparse: SparseStep):
     rows = jnp.asarray(sparse.structure.rows)
     in_x_rows = rows < n_x
     x_row_of_entry = jnp.where(in_x_rows, rows, 0)
-    target = trapezoid_target(system)
+    target, bounds = trapezoid_target(system)
 
     def step(x0, z0, f0, h, p, mask, frozen, handles, factor_first, tol, max_iter):
         half = 0.5 * h
+        lim = bounds(x0, z0, p)
 
         def residual(w):
             x1, z1 = w[:n_x], w[n_x:]
-            advanced = x1 - target(x1, z1, x0, f0, h, p)
+            advanced = x1 - target(x1, z1, x0, f0, h, p, lim)
             r_x = mask * advanced + (1.0 - mask) * (x1 - frozen)
             return jnp.concatenate([r_x, -half * g(x1, z1, p)])
 
