@@ -112,6 +112,45 @@ def test_expired_lease_is_reclaimable_and_counts_attempts(campaign) -> None:
     assert row.accepted == 99 and row.attempt == 2
 
 
+def test_renewing_several_leases_at_once_matches_one_by_one(campaign) -> None:
+    """``renew_leases`` (a worker's block before publishing, a vectorized group): the current
+    attempts are renewed with their progress, a stolen run is lost, a cancelled campaign's
+    run says so; nothing else changes."""
+    db, campaign_id, run_ids = campaign
+    now = utcnow()
+    first, second, third = (claim(db, r, now=now) for r in run_ids[:3])
+    later = now + timedelta(seconds=LEASE + 1)
+    stolen = claim(db, second.run_id, worker="w2", now=later)  # its lease expired
+    attempts = {c.run_id: c.attempt for c in (first, second, third)}
+    with db.write() as session:
+        states = repo.renew_leases(
+            session=session, attempts=attempts, now=later, lease_seconds=LEASE,
+            sim_times={first.run_id: 0.25},
+        )  # fmt: skip
+    assert states == {
+        first.run_id: repo.LeaseState.HELD,
+        second.run_id: repo.LeaseState.LOST,
+        third.run_id: repo.LeaseState.HELD,
+    }
+    with db.read() as session:
+        runs = {r: repo.get_run(session=session, run_id=r)[0] for r in run_ids[:3]}
+    assert runs[first.run_id].sim_time == 0.25 and runs[third.run_id].sim_time is None
+    for run_id in (first.run_id, third.run_id):
+        assert abs(
+            (runs[run_id].lease_until.replace(tzinfo=None) - later.replace(tzinfo=None))
+            - timedelta(seconds=LEASE)
+        ) < timedelta(seconds=1)
+    assert runs[second.run_id].attempts == stolen.attempt == 2  # the thief's attempt untouched
+    with db.write() as session:
+        repo.cancel_campaign(session=session, campaign_id=campaign_id, now=later)
+        states = repo.renew_leases(
+            session=session, attempts={stolen.run_id: stolen.attempt}, now=later,
+            lease_seconds=LEASE,
+        )  # fmt: skip
+    # cancelling a campaign cancels its queued runs; a running one learns it from its lease
+    assert states == {stolen.run_id: repo.LeaseState.CANCELLED}
+
+
 def test_attempts_are_limited(campaign) -> None:
     db, _, run_ids = campaign
     now = utcnow()

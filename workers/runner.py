@@ -219,6 +219,16 @@ def integrate(
         return solve(system, scenario, method, progress=heartbeat, until=until, **options)
 
 
+@dataclass
+class LeaseClock:
+    """When the worker last renewed a lease of its batch message (``time.monotonic()``; the
+    claim counts as one), shared by the batch's runs: a batch of short runs renews, and marks
+    the runs still waiting in its message as in transit, every ``heartbeat_seconds``, not once
+    per run (a renewal is a write transaction, ~3 ms)."""
+
+    renewed: float = dataclasses.field(default_factory=time.monotonic)
+
+
 class Heartbeat:
     """Progress of the running attempt: called with the simulated time of every accepted
     advance; at most every ``heartbeat_seconds`` it renews the lease and records that time
@@ -233,10 +243,15 @@ class Heartbeat:
     the thread is only logged (the attempt's own renewals retry and report it)."""
 
     def __init__(
-        self, ctx: WorkerContext, claim: repo.Claim, in_transit: tuple[int, ...] = ()
+        self,
+        ctx: WorkerContext,
+        claim: repo.Claim,
+        in_transit: tuple[int, ...] = (),
+        clock: LeaseClock | None = None,
     ) -> None:
         self.ctx, self.claim, self.in_transit = ctx, claim, list(in_transit)
-        self.last = self.started = time.monotonic()
+        self.started = time.monotonic()
+        self.clock = clock or LeaseClock()
         self.sim_time: float | None = None
         self._lock = threading.Lock()
         self._state: repo.LeaseState | None = None
@@ -265,6 +280,17 @@ class Heartbeat:
             with alarm_shield():
                 self.beat()
 
+    @property
+    def last(self) -> float:
+        """When the batch's last renewal was (``time.monotonic()``)."""
+        return self.clock.renewed
+
+    def check(self) -> None:
+        """Raise what the lease thread learnt; renew now if a renewal is due (a long build)."""
+        self._raise_for(self._state)
+        if time.monotonic() - self.last >= self.ctx.settings.heartbeat_seconds:
+            self.beat()
+
     def beat(self) -> None:
         state = with_db_retry(
             self._renew, settings=self.ctx.settings, what=f"run {self.claim.run_id} heartbeat"
@@ -284,7 +310,7 @@ class Heartbeat:
                 )
                 # the rest of this batch waits in the message this worker holds: not lost
                 repo.mark_in_transit(session=session, run_ids=self.in_transit, now=utcnow())
-            self.last = time.monotonic()
+            self.clock.renewed = time.monotonic()
             if state is not repo.LeaseState.HELD:
                 self._state = state
             return state
@@ -328,21 +354,21 @@ def _finish(ctx: WorkerContext, claim: repo.Claim, status, **fields) -> repo.Fin
     return outcome
 
 
-def score_run(ctx: WorkerContext, run_id: int, dataset: xr.Dataset | None = None) -> None:
-    """Score what the committed run makes scorable (``raptorgrid.scoring``). The run is final
-    already, so a scoring error is logged, not recorded as a run failure;
-    ``raptorgrid.scoring.score_campaign`` scores whatever was missed (scoring is idempotent)."""
-    from raptorgrid.scoring import score_finished_run
+def score_runs(ctx: WorkerContext, datasets: dict[int, xr.Dataset]) -> None:
+    """Score what the committed runs make scorable (``raptorgrid.scoring``; ``datasets``: each
+    run's dataset as written, not read back). The runs are final already, so a scoring error is
+    logged, not recorded as a run failure; ``raptorgrid.scoring.score_campaign`` scores
+    whatever was missed (scoring is idempotent)."""
+    from raptorgrid.scoring import score_finished_runs
 
+    if not datasets:
+        return
     try:
-        score_finished_run(
-            db=ctx.db,
-            zarr_root=ctx.settings.zarr_root,
-            run_id=run_id,
-            loaded={run_id: dataset} if dataset is not None else None,
+        score_finished_runs(
+            db=ctx.db, zarr_root=ctx.settings.zarr_root, run_ids=list(datasets), loaded=datasets
         )
-    except Exception:  # the run stays committed; logged with its traceback
-        log.exception("run %d: scoring failed; score_campaign retries it", run_id)
+    except Exception:  # the runs stay committed; logged with its traceback
+        log.exception("runs %s: scoring failed; score_campaign retries them", sorted(datasets))
 
 
 def execute_run(
@@ -354,6 +380,7 @@ def execute_run(
     phases: dict[str, float] | None = None,
     in_transit: tuple[int, ...] = (),
     defer: list[Solved] | None = None,
+    clock: LeaseClock | None = None,
 ) -> str:
     """Run ``run_id`` if it can be claimed; returns what happened, in a word, for the log.
 
@@ -363,7 +390,8 @@ def execute_run(
     what ``benchmarks/throughput.py`` reports as per-run overhead. ``in_transit`` are the runs
     after this one in the same batch message: every heartbeat marks them as not lost.
     ``defer``, when given, receives the solved run instead of it being published and committed
-    here (``execute_batch`` commits several together); the outcome is then "solved".
+    here (``execute_batch`` commits several together); the outcome is then "solved". ``clock``:
+    the batch's lease clock (``LeaseClock``), shared by its runs.
     """
     from solvers.status import FailureReason, RunStatus
 
@@ -371,9 +399,9 @@ def execute_run(
     phases = phases if phases is not None else {}
     started = time.perf_counter()
 
-    def claim_it() -> repo.Claim | None:
-        with ctx.db.write() as session:
-            return repo.claim_run(
+    def claim_it() -> tuple[repo.Claim | None, repo.RunInputs | None]:
+        with ctx.db.write() as session:  # the claim and the run's inputs: one transaction
+            claim = repo.claim_run(
                 session=session,
                 run_id=run_id,
                 worker=worker,
@@ -381,8 +409,10 @@ def execute_run(
                 lease_seconds=ctx.settings.lease_seconds,
                 max_attempts=ctx.settings.max_attempts,
             )
+            inputs = None if claim is None else repo.run_inputs(session=session, run_id=run_id)
+            return claim, inputs
 
-    claim = with_db_retry(claim_it, settings=ctx.settings, what=f"run {run_id} claim")
+    claim, inputs = with_db_retry(claim_it, settings=ctx.settings, what=f"run {run_id} claim")
     phases["claim"] = time.perf_counter() - started
     if claim is None:
         log.info(
@@ -390,8 +420,8 @@ def execute_run(
         )
         return "skipped"
     try:
-        with Heartbeat(ctx, claim, in_transit) as heartbeat:
-            return _execute_claimed(ctx, claim, phases, heartbeat, defer)
+        with Heartbeat(ctx, claim, in_transit, clock) as heartbeat:
+            return _execute_claimed(ctx, claim, inputs, phases, heartbeat, defer)
     except LeaseLost as exc:
         log.warning("%s; leaving the run to it", exc)
         return "lease-lost"
@@ -436,6 +466,14 @@ def execute_run(
         return "internal-error"
 
 
+@cache
+def _disturbance_adapter() -> TypeAdapter:
+    """The validator of a stored disturbance (built once: building it costs ~0.6 ms)."""
+    from models.disturbances import Disturbance
+
+    return TypeAdapter(Disturbance)
+
+
 @dataclass
 class Prepared:
     """A claimed run ready to solve: its inputs, network system and scenario."""
@@ -457,7 +495,6 @@ def prepare_run(
     """Read a claimed run's inputs (unless given: read with others in one transaction) and build
     its system and scenario; a cancelled campaign raises ``RunCancelled``; invalid inputs are
     recorded as a failed run ("invalid-input")."""
-    from models.disturbances import Disturbance
     from models.library import build_system
     from models.scenarios import make_scenario
     from solvers import validate_options
@@ -476,7 +513,7 @@ def prepare_run(
         raise RunCancelled(f"run {claim.run_id}: campaign cancelled")
     try:
         system = build_system(inputs.network)
-        disturbance = TypeAdapter(Disturbance).validate_python(inputs.disturbance)
+        disturbance = _disturbance_adapter().validate_python(inputs.disturbance)
         scenario = make_scenario(
             system,
             disturbance,
@@ -546,14 +583,15 @@ def solved_run(
 def _execute_claimed(
     ctx: WorkerContext,
     claim: repo.Claim,
+    inputs: repo.RunInputs,
     phases: dict[str, float],
     heartbeat: Heartbeat,
     defer: list[Solved] | None = None,
 ) -> str:
-    prepared = prepare_run(ctx, claim, phases)
+    prepared = prepare_run(ctx, claim, phases, inputs)
     if isinstance(prepared, str):
         return prepared
-    heartbeat.beat()  # lost while building? then stop here
+    heartbeat.check()  # lost or cancelled while building? then stop here
     start = time.perf_counter()
     result = integrate(
         prepared.system, prepared.scenario, prepared.inputs.method, prepared.inputs.options,
@@ -599,6 +637,7 @@ def execute_batch(
     held: list[Solved] = []
     outcomes: dict[int, str] = {}
     last = 0.0
+    clock = LeaseClock()
 
     def publish() -> None:
         if held:
@@ -618,6 +657,7 @@ def execute_batch(
             outcome = execute_run(
                 run_id, worker=worker, ctx=ctx, time_limit_errors=time_limit_errors,
                 phases=record, in_transit=tuple(run_ids[position + 1 :]), defer=held,
+                clock=clock,
             )  # fmt: skip
             last = time.monotonic() - started
             outcomes[run_id] = outcome
@@ -674,16 +714,14 @@ def commit(
     mark = time.perf_counter()
     recorded = _finish_many(ctx, rows)
     commit_seconds = time.perf_counter() - mark
+    mark = time.perf_counter()
+    score_runs(ctx, {s.claim.run_id: s.dataset for s in held if recorded[s.claim.run_id]})
+    score = time.perf_counter() - mark
     for s, metrics in rows:
         s.phases.update(lease=lease / len(held), write=write / len(held),
-                        commit=commit_seconds / len(held))  # fmt: skip
-        mark = time.perf_counter()
-        if recorded[s.claim.run_id]:
-            score_run(ctx, s.claim.run_id, s.dataset)
-            outcomes[s.claim.run_id] = s.result.status.value
-        else:
-            outcomes[s.claim.run_id] = "lease-lost"
-        s.phases["score"] = time.perf_counter() - mark
+                        commit=commit_seconds / len(held), score=score / len(held))  # fmt: skip
+        recorded_here = recorded[s.claim.run_id]
+        outcomes[s.claim.run_id] = s.result.status.value if recorded_here else "lease-lost"
         stats = s.result.stats
         log.info(
             "run %d attempt %d %s: solve %.3f s, compile+load %.3f s, overhead %.3f s "
@@ -734,17 +772,13 @@ def _still_held(ctx: WorkerContext, runs: list[Solved]) -> tuple[list[Solved], d
 
     def renew() -> dict[int, repo.LeaseState]:
         with ctx.db.write() as session:
-            return {
-                s.claim.run_id: repo.renew_lease(
-                    session=session,
-                    run_id=s.claim.run_id,
-                    attempt=s.claim.attempt,
-                    now=utcnow(),
-                    lease_seconds=ctx.settings.lease_seconds,
-                    sim_time=float(s.result.t[-1]) if len(s.result.t) else None,
-                )
-                for s in runs
-            }
+            return repo.renew_leases(
+                session=session,
+                attempts={s.claim.run_id: s.claim.attempt for s in runs},
+                now=utcnow(),
+                lease_seconds=ctx.settings.lease_seconds,
+                sim_times={s.claim.run_id: float(s.result.t[-1]) for s in runs if len(s.result.t)},
+            )
 
     states = with_db_retry(renew, settings=ctx.settings, what="batch lease check")
     lost = {run_id: "lease-lost" for run_id, state in states.items()

@@ -50,26 +50,27 @@ def vector_config(ctx: WorkerContext, run_ids: list[int]) -> dict[int, repo.RunI
     from solvers.api import batch_solver
     from solvers.catalogue import validate_options
 
-    def read() -> list[repo.RunInputs]:
+    def read(ids: list[int]) -> list[repo.RunInputs]:
         with ctx.db.read() as session:
-            return [repo.run_inputs(session=session, run_id=r) for r in run_ids]
+            return [repo.run_inputs(session=session, run_id=r) for r in ids]
 
-    try:
-        inputs = with_db_retry(read, settings=ctx.settings, what="batch inputs")
-        first = inputs[0]
+    try:  # the first run decides whether the method batches here (most do not): one read
+        (first,) = with_db_retry(lambda: read(run_ids[:1]), settings=ctx.settings,
+                                 what="batch inputs")  # fmt: skip
+        system = build_system(first.network)
+        options = validate_options(first.method, first.options)
+        if batch_solver(system, first.method, options) is None:
+            return None
+        inputs = with_db_retry(lambda: read(run_ids), settings=ctx.settings, what="batch inputs")
         same = all(
             (i.network, i.method, i.options) == (first.network, first.method, first.options)
             for i in inputs
         )
-        if not same:
-            return None
-        system = build_system(first.network)
-        options = validate_options(first.method, first.options)
     except TRANSIENT_ERRORS:
         raise
     except Exception:  # noqa: BLE001 - bad inputs are recorded run by run on the other path
         return None
-    if batch_solver(system, first.method, options) is None:
+    if not same:
         return None
     return {i.run_id: i for i in inputs}
 
@@ -102,14 +103,14 @@ class GroupLease:
         with self._lock:
             held = [c for c in self.claims if self.states[c.run_id] is repo.LeaseState.HELD]
             with self.ctx.db.write() as session:
-                for c in held:
-                    self.states[c.run_id] = repo.renew_lease(
+                self.states.update(
+                    repo.renew_leases(
                         session=session,
-                        run_id=c.run_id,
-                        attempt=c.attempt,
+                        attempts={c.run_id: c.attempt for c in held},
                         now=utcnow(),
                         lease_seconds=self.ctx.settings.lease_seconds,
                     )
+                )
             self.last = time.monotonic()
             return dict(self.states)
 

@@ -34,6 +34,7 @@ from raptorgrid.repository.runs import (
     list_runs,
     recent_solve_seconds,
     renew_lease,
+    renew_leases,
     run_inputs,
     succeeded_runs,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "recent_solve_seconds",
     "record_final",
     "renew_lease",
+    "renew_leases",
     "mark_in_transit",
     "requeue_expired",
     "run_counts",

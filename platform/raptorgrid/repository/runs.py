@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -201,6 +201,51 @@ def renew_lease(
         select(Campaign.status).join(Run, Run.campaign_id == Campaign.id).where(Run.id == run_id)
     ).scalar_one()
     return LeaseState.CANCELLED if status == CampaignStatus.CANCELLED.value else LeaseState.HELD
+
+
+def renew_leases(
+    *,
+    session: Session,
+    attempts: dict[int, int],
+    now: datetime,
+    lease_seconds: float,
+    sim_times: dict[int, float] | None = None,
+) -> dict[int, LeaseState]:
+    """``renew_lease`` of several runs (run id -> attempt; ``sim_times``: progress to record,
+    s) in two statements whatever their number: one conditional UPDATE of the runs still
+    running under those attempts, one read of their campaigns' status."""
+    if not attempts:
+        return {}
+    values: dict[str, Any] = {"lease_until": now + timedelta(seconds=lease_seconds)}
+    if sim_times:
+        values["sim_time"] = case(sim_times, value=Run.id, else_=Run.sim_time)
+    renewed = set(
+        session.scalars(
+            update(Run)
+            .where(
+                tuple_(Run.id, Run.attempts).in_(list(attempts.items())),
+                Run.status == RunStatus.RUNNING.value,
+            )
+            .values(**values)
+            .returning(Run.id)
+            .execution_options(**_NO_SYNC)
+        )
+    )
+    cancelled = set(
+        session.scalars(
+            select(Run.id)
+            .join(Campaign, Campaign.id == Run.campaign_id)
+            .where(Run.id.in_(renewed), Campaign.status == CampaignStatus.CANCELLED.value)
+        )
+    )
+    return {
+        run_id: LeaseState.LOST
+        if run_id not in renewed
+        else LeaseState.CANCELLED
+        if run_id in cancelled
+        else LeaseState.HELD
+        for run_id in attempts
+    }
 
 
 def _upsert_metrics(session: Session, rows: list[dict[str, Any]]) -> None:

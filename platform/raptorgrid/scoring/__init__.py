@@ -9,6 +9,7 @@ from raptorgrid.scoring.score import (
     result_from_dataset,
     score_campaign,
     score_finished_run,
+    score_finished_runs,
 )
 
 __all__ = [
@@ -19,5 +20,6 @@ __all__ = [
     "result_from_dataset",
     "score_campaign",
     "score_finished_run",
+    "score_finished_runs",
     "stability_indicators",
 ]

@@ -97,7 +97,7 @@ def named(ds: xr.Dataset, prefix: str, skip: frozenset[str] = frozenset()) -> np
             if n.startswith(prefix) and n[len(prefix) : -1] not in skip
         ]
         if cols:
-            return np.asarray(ds[var].isel({dim: cols}).values, dtype=float)
+            return np.asarray(ds[var].values, dtype=float)[:, cols]  # (xarray's isel: 0.3 ms)
     return None
 
 

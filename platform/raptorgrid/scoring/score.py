@@ -1,7 +1,7 @@
 """Score runs against their scenario's reference, once, whichever of the two finishes last.
 
-``score_finished_run`` is called by the worker after a run's final status is committed (in a new
-transaction, so it sees every run committed before it): a run whose reference has succeeded is
+``score_finished_runs`` is called by the worker after its runs' final statuses are committed (in
+a new transaction, so it sees every run committed before it): a run whose reference has succeeded is
 scored now; a reference that succeeds scores every finished run of its scenario. When both finish
 together both may compute, but the write is one conditional UPDATE (``scored_at IS NULL``), so
 each run's error columns are written exactly once. Indicators are written from the reference (or,
@@ -160,70 +160,129 @@ def _f_hz(network: str) -> float:
 def score_finished_run(
     *, db: Database, zarr_root: ZarrRoot, run_id: int, loaded: dict[int, xr.Dataset] | None = None
 ) -> ScoreOutcome:
-    """Score what the just-finished ``run_id`` makes scorable (see the module docstring).
-    ``loaded``: datasets the caller holds in memory already (the worker's own run, exactly what
+    """``score_finished_runs`` of one run."""
+    return score_finished_runs(db=db, zarr_root=zarr_root, run_ids=[run_id], loaded=loaded)
+
+
+@dataclass
+class _Plan:
+    """What the finished runs make scorable, from one snapshot of their scenarios."""
+
+    targets: dict[int, int] = field(default_factory=dict)
+    """Run id -> id of the reference run it is scored against."""
+    sources: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    """Scenario id -> (run whose trajectory gives its indicators, whether it is the reference)."""
+    campaign_of: dict[int, Campaign] = field(default_factory=dict)
+    """Run id (targets, references, sources) -> its campaign."""
+
+
+def _plan(session: Session, run_ids: list[int]) -> _Plan:
+    """Per finished run: a run whose reference has succeeded is a target; a succeeded reference
+    makes every finished, unscored run of its scenario a target; a succeeded reference gives its
+    scenario's indicators unless the reference gave them already, and before the reference has
+    succeeded the first succeeded run of the scenario gives them."""
+    runs = session.execute(
+        select(Run, Campaign)
+        .join(Campaign, Campaign.id == Run.campaign_id)
+        .where(Run.id.in_(run_ids))
+    ).all()
+    scenario_ids = sorted({run.scenario_id for run, _ in runs})
+    siblings: dict[int, list[Any]] = {sid: [] for sid in scenario_ids}
+    for row in session.execute(
+        select(Run.id, Run.scenario_id, Run.status, Run.is_reference, RunMetrics.scored_at)
+        .outerjoin(RunMetrics, RunMetrics.run_id == Run.id)
+        .where(Run.scenario_id.in_(scenario_ids))
+        .order_by(Run.id)
+    ).all():
+        siblings[row.scenario_id].append(row)
+    from_reference = dict(
+        session.execute(
+            select(ScenarioIndicators.scenario_id, ScenarioIndicators.from_reference).where(
+                ScenarioIndicators.scenario_id.in_(scenario_ids)
+            )
+        ).all()
+    )
+    plan = _Plan()
+    for run, campaign in runs:
+        family = siblings[run.scenario_id]
+        reference = next((s for s in family if s.is_reference), None)
+        ref_ok = reference is not None and reference.status == SUCCEEDED
+        if run.is_reference and ref_ok:
+            for s in family:
+                if not s.is_reference and s.status == SUCCEEDED and s.scored_at is None:
+                    plan.targets[s.id] = run.id
+        elif not run.is_reference and ref_ok and run.status == SUCCEEDED:
+            plan.targets[run.id] = reference.id
+        have = from_reference.get(run.scenario_id)
+        if ref_ok and have is not True and run.is_reference:
+            plan.sources[run.scenario_id] = (run.id, True)
+        elif not ref_ok and have is None and run.scenario_id not in plan.sources:
+            first = next((s.id for s in family if s.status == SUCCEEDED), None)
+            if first is not None:
+                plan.sources[run.scenario_id] = (first, False)
+        for s in family:
+            plan.campaign_of[s.id] = campaign
+    return plan
+
+
+def score_finished_runs(
+    *,
+    db: Database,
+    zarr_root: ZarrRoot,
+    run_ids: list[int],
+    loaded: dict[int, xr.Dataset] | None = None,
+) -> ScoreOutcome:
+    """Score what the just-finished runs make scorable (see the module docstring and ``_plan``):
+    one read transaction, one write transaction, whatever the number of runs (a worker's block).
+    ``loaded``: datasets the caller holds in memory already (the worker's own runs, exactly what
     it wrote), so they are not read back from the store."""
-    loaded = loaded or {}
+    loaded = dict(loaded or {})
     outcome = ScoreOutcome()
     with db.read() as session:
-        run, campaign = session.execute(
-            select(Run, Campaign)
-            .join(Campaign, Campaign.id == Run.campaign_id)
-            .where(Run.id == run_id)
-        ).one()
-        siblings = session.execute(
-            select(Run.id, Run.status, Run.is_reference, RunMetrics.scored_at)
-            .outerjoin(RunMetrics, RunMetrics.run_id == Run.id)
-            .where(Run.scenario_id == run.scenario_id)
-        ).all()
-        have_indicators = session.get(ScenarioIndicators, run.scenario_id)
-        have_indicators = None if have_indicators is None else have_indicators.from_reference
-    thresholds = Thresholds.model_validate(campaign.spec.get("thresholds") or {})
-    reference = next((s for s in siblings if s.is_reference), None)
-    ref_ok = reference is not None and reference.status == SUCCEEDED
-    targets: list[int] = []
-    if run.is_reference and ref_ok:
-        targets = [
-            s.id
-            for s in siblings
-            if not s.is_reference and s.status == SUCCEEDED and s.scored_at is None
-        ]
-    elif not run.is_reference and ref_ok and run.status == SUCCEEDED:
-        targets = [run.id]
-
-    source: int | None = None
-    if ref_ok and have_indicators is not True and run.is_reference:
-        source = run.id
-    elif not ref_ok and have_indicators is None:
-        source = next((s.id for s in siblings if s.status == SUCCEEDED), None)
-    if not targets and source is None:
+        plan = _plan(session, run_ids)
+    if not plan.targets and not plan.sources:
         return outcome
 
     def load(rid: int) -> xr.Dataset:
-        if rid in loaded:
-            return loaded[rid]
-        return open_run(zarr_root, campaign.id, rid).load()
+        if rid not in loaded:
+            loaded[rid] = open_run(zarr_root, plan.campaign_of[rid].id, rid).load()
+        return loaded[rid]
 
-    ref_ds = load(reference.id) if ref_ok else None
-    scores = [(rid, accuracy_of(load(rid), ref_ds)) for rid in targets]
-    values = None
-    if source is not None:
-        ds = ref_ds if source == getattr(reference, "id", None) else load(source)
-        values = stability_indicators(ds, f_hz=_f_hz(campaign.network)).as_dict()
+    scores: dict[int, list[tuple[int, Accuracy]]] = {}
+    for rid, ref_id in plan.targets.items():
+        campaign = plan.campaign_of[rid]
+        scores.setdefault(campaign.id, []).append((rid, accuracy_of(load(rid), load(ref_id))))
+    indicators = {
+        scenario_id: (
+            source,
+            is_reference,
+            stability_indicators(load(source), f_hz=_f_hz(plan.campaign_of[source].network)),
+        )
+        for scenario_id, (source, is_reference) in plan.sources.items()
+    }
+    campaigns = {c.id: c for c in plan.campaign_of.values()}
     now = utcnow()
     with db.write() as session:
-        outcome.scored += write_scores(
-            session, campaign_id=campaign.id, scores=scores, thresholds=thresholds, now=now
-        )
-        if values is not None and _write_indicators(
-            session,
-            scenario_id=run.scenario_id,
-            campaign_id=campaign.id,
-            run_id=source,
-            reference=source == getattr(reference, "id", None),
-            values=values,
-        ):
-            outcome.indicators.append(run.scenario_id)
+        for campaign_id, campaign_scores in sorted(scores.items()):
+            outcome.scored += write_scores(
+                session,
+                campaign_id=campaign_id,
+                scores=campaign_scores,
+                thresholds=Thresholds.model_validate(
+                    campaigns[campaign_id].spec.get("thresholds") or {}
+                ),
+                now=now,
+            )
+        for scenario_id, (source, is_reference, values) in sorted(indicators.items()):
+            if _write_indicators(
+                session,
+                scenario_id=scenario_id,
+                campaign_id=plan.campaign_of[source].id,
+                run_id=source,
+                reference=is_reference,
+                values=values.as_dict(),
+            ):
+                outcome.indicators.append(scenario_id)
     return outcome
 
 
