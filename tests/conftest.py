@@ -37,6 +37,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     alone past everything else; first, they overlap with each other and the short tests fill
     the gaps (xdist's work stealing takes from the end of a queue)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    if "huge" not in (config.getoption("markexpr") or ""):  # only on request: ``-m huge``
+        huge = [item for item in items if item.get_closest_marker("huge") is not None]
+        if huge:
+            config.hook.pytest_deselected(items=huge)
+            items[:] = [item for item in items if item.get_closest_marker("huge") is None]
 
 
 def require_service(name: str, problem: str) -> None:

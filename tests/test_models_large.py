@@ -1,6 +1,7 @@
 """Planning-size networks (pandapower's case_illinois200, case300, case1354pegase,
-case2869pegase): built at their power-flow equilibrium, small-signal stable by the sparse
-shift-invert scan, sizes as stored, and every campaign generator expands on them."""
+case2869pegase, and case9241pegase on request: ``-m huge``): built at their power-flow
+equilibrium, small-signal stable by the sparse shift-invert scan, sizes as stored, and every
+campaign generator expands on them."""
 
 from __future__ import annotations
 
@@ -51,6 +52,14 @@ def test_pegase_1354_starts_at_a_stable_equilibrium():
 @pytest.mark.slow
 def test_pegase_2869_starts_at_a_stable_equilibrium():
     _check_equilibrium_and_stability(build_system("case2869pegase"))
+
+
+@pytest.mark.slow
+@pytest.mark.huge
+def test_pegase_9241_starts_at_a_stable_equilibrium():
+    """The stretch case (~10 s build, 1.2 GB, ~90 s scan on this 2-core machine): outside the
+    15-minute suite, run with ``pytest -m huge tests/test_models_large.py``."""
+    _check_equilibrium_and_stability(build_system("case9241pegase"))
 
 
 def test_campaign_generators_expand_on_a_large_network():
