@@ -20,8 +20,9 @@ Sections (every one on this machine, with the load average printed beside it):
    transactions per run and their time, the Zarr writes/s of one process; with the per-run
    worker time they give the worker count at which each saturates (docs/platform.md).
 4. ``--big NET:METHOD:N``: one N-run campaign end to end with the workers started by it (the
-   first-run latency of a cold or warm cluster, per ``--cold``) and the share of compile and
-   load seconds in the campaign's CPU.
+   first-run latency of a cold or warm cluster, per ``--cold``), the share of compile and
+   load seconds in the workers' CPU, and apart from it the share of building the network
+   (pandapower's case, power flow, initialization) in each worker's prebuild.
 
 Timings of the campaign sections are wall clock by nature (throughput); the phases are also
 given as process CPU. ``--json`` prints one JSON document instead of the tables.
@@ -363,9 +364,18 @@ def big(target: str, workers: int, cold: bool) -> dict:
         workers=workers,
         cold_cache=cold,
         end_to_end_s=end_to_end,
-        prebuild_s=prebuild,
+        prebuild_s=[p["total"] for p in prebuild],
+        prebuild_build_s=[p["build"] for p in prebuild],
+        prebuild_compile_s=[p["compile"] for p in prebuild],
         worker_cpu_s=worker_cpu,
-        compile_share=(row["compile_s"] + row["load_s"] + sum(prebuild)) / worker_cpu
+        # compiling and loading executables, in the runs and in the prebuild (wall seconds, an
+        # upper bound on their CPU), over the workers' CPU; building the network (pandapower's
+        # case, power flow, initialization) is reported apart as the build share
+        compile_share=(row["compile_s"] + row["load_s"] + sum(p["compile"] for p in prebuild))
+        / worker_cpu
+        if worker_cpu > 0
+        else float("nan"),
+        build_share=sum(p["build"] for p in prebuild) / worker_cpu
         if worker_cpu > 0
         else float("nan"),
         load=load_average(),
@@ -378,13 +388,20 @@ def _children_cpu() -> float:
     return usage.children_user + usage.children_system
 
 
-def _prebuild_seconds(pool) -> list[float]:
+def _prebuild_seconds(pool) -> list[dict[str, float]]:
+    """Each worker's prebuild (``workers.jaxsetup.prebuild``'s log line): total, network build,
+    compile and load, wall seconds."""
     import re
 
+    line = re.compile(
+        r"prebuilt network .* in ([0-9.]+) s \(network build ([0-9.]+) s, "
+        r"compile and load ([0-9.]+) s\)"
+    )
     out = []
     for w in pool.workers:
-        for match in re.finditer(r"prebuilt network .* in ([0-9.]+) s", w.log_path.read_text()):
-            out.append(float(match.group(1)))
+        for match in line.finditer(w.log_path.read_text()):
+            total, build, compiled = (float(v) for v in match.groups())
+            out.append({"total": total, "build": build, "compile": compiled})
     return out
 
 
@@ -501,9 +518,11 @@ def _print(report: dict) -> None:
             f"end to end {b['end_to_end_s']:.1f} s, first result "
             f"{b['submitted_to_first_result_s']:.1f} s after submission, span "
             f"{b['active_span_s']:.1f} s, {b['runs_per_s']:.2f} runs/s; prebuild "
-            f"{b['prebuild_s']} s; compile+load in runs {b['compile_s'] + b['load_s']:.2f} s; "
-            f"worker CPU {b['worker_cpu_s']:.1f} s; compile share "
-            f"{100 * b['compile_share']:.1f} %"
+            f"{b['prebuild_s']} s (network build {b['prebuild_build_s']} s, compile and load "
+            f"{b['prebuild_compile_s']} s); compile+load in runs "
+            f"{b['compile_s'] + b['load_s']:.2f} s; worker CPU {b['worker_cpu_s']:.1f} s; "
+            f"compile share {100 * b['compile_share']:.1f} %, network build share "
+            f"{100 * b['build_share']:.1f} %"
         )
 
 
