@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -67,5 +68,5 @@ def batch_solver(system: DAESystem, method: str, typed_options: Any) -> Callable
     from solvers import trapezoid_batch
 
     if trapezoid_batch.batchable(system, method, typed_options):
-        return trapezoid_batch.solve_trapezoid_batch
+        return functools.partial(trapezoid_batch.solve_trapezoid_batch, method=method)
     return None  # RAPTOR's lockstep batch does not pay yet: solvers/raptor/batch.py says why

@@ -23,8 +23,12 @@ nearly all of it the host's per-step dispatch; inside one program a wscc9 member
 per step (23-30x at B = 8-64), an ieee39 member ~0.3-0.36 ms (2.3-2.7x), bounded by the dense
 n x n Newton inverse each chord iteration multiplies (``width``; ``benchmarks/batched.py``).
 
-Scope: the simultaneous scheme with a dense Newton matrix (up to ``BATCH_DENSE_MAX``
-unknowns); other methods and larger systems are solved one after the other by ``solve_batch``.
+Scope: the simultaneous scheme and the delayed one (``trapezoid-delayed``: each step's
+network stage then controller stage, each with its own Newton inverses, as ``solvers.trapezoid``
+runs them), with a dense Newton matrix (up to ``BATCH_DENSE_MAX`` unknowns); other methods and
+larger systems are solved one after the other by ``solve_batch``. The delayed scheme alone pays
+the host loop twice per step (emt_gfl, 2 s at dt 1e-4: ~30 s CPU alone, 0.41 s per member in a
+program of 4; 2026-12-04).
 A batch is split into programs of ``width`` members whose stored steps stay under
 ``BATCH_BYTES``.
 """
@@ -49,7 +53,7 @@ from solvers.catalogue import TrapezoidOptions
 from solvers.reduced import ALGEBRAIC_TOL
 from solvers.result import SolveResult, Stats
 from solvers.trajectory import DIVERGENCE_LIMIT, TrajectoryBuilder, segments
-from solvers.trapezoid import GRID_EPS, step_grid
+from solvers.trapezoid import GRID_EPS, controller_mask, step_grid
 from solvers.trapezoid_kernel import CONVERGED, _chord, trapezoid_target
 
 BATCH_DENSE_MAX = 600
@@ -69,9 +73,18 @@ MIN_BUCKET = 8
 so campaigns whose event times differ reuse one compiled program."""
 
 
+METHODS = ("trapezoid", "trapezoid-delayed")
+"""The schemes solved here: simultaneous, and delayed (``solvers.trapezoid``: two masked stages
+per step, the controller states one step behind)."""
+
+
 def batchable(system: DAESystem, method: str, options: TrapezoidOptions | Any) -> bool:
-    """Whether ``method`` with ``options`` on ``system`` is solved here as a batch."""
-    if method != "trapezoid" or options.linear_solver == "sparse":
+    """Whether ``method`` with ``options`` on ``system`` is solved here as a batch (the delayed
+    scheme only where the system declares controller states: without, ``trapezoid-delayed``
+    is an input error that ``solve`` reports)."""
+    if method not in METHODS or options.linear_solver == "sparse":
+        return False
+    if method == "trapezoid-delayed" and not system.controller_states:
         return False
     return system.n_x + system.n_z <= BATCH_DENSE_MAX
 
@@ -131,13 +144,25 @@ def _plan(system: DAESystem, scenarios: list[Scenario], dt: float) -> _Plan:
     return _Plan(params, t0, t_new, seg, first, count, per_member)
 
 
-def _horizon_function(system: DAESystem):
+def _stage_masks(system: DAESystem, method: str) -> list[np.ndarray | None]:
+    """The masks of a step's stages: one unmasked stage (simultaneous), or the delayed scheme's
+    network stage (controller states held) then controller stage (``solvers.trapezoid``)."""
+    if method == "trapezoid":
+        return [None]
+    controllers = controller_mask(system)
+    return [1.0 - controllers, controllers]
+
+
+def _horizon_function(system: DAESystem, method: str = "trapezoid"):
     """The compiled program: one scan over the flattened steps; a step that opens a segment
-    first solves its consistent z (the post-event point, recorded in ``starts``)."""
+    first solves its consistent z (the post-event point, recorded in ``starts``). Each step
+    runs its stages (``_stage_masks``) in order, each a batched chord iteration with its own
+    Newton inverses, exactly as ``solvers.trapezoid`` runs them one member at a time."""
     f, g = system.f, system.g
     n_x = system.n_x
     newton = jax.vmap(newton_solver(g))
     f_b, g_b = jax.vmap(f), jax.vmap(g)
+    masks = [None if m is None else jnp.asarray(m) for m in _stage_masks(system, method)]
 
     target, bounds = trapezoid_target(system)
     bounds_b = jax.vmap(bounds)
@@ -146,8 +171,21 @@ def _horizon_function(system: DAESystem):
         x1, z1 = w[:n_x], w[n_x:]
         return jnp.concatenate([x1 - target(x1, z1, x0, f0, h, p, lim), g(x1, z1, p)])
 
-    residual_b = jax.vmap(residual)
-    jacobian_b = jax.vmap(jax.jacfwd(residual))
+    def masked(mask):
+        """The residual of a stage that advances the states where ``mask`` is 1 and holds the
+        others at ``frozen`` (the solo step's, ``solvers.trapezoid_kernel``)."""
+
+        def r(w, x0, f0, h, p, lim, frozen):
+            x1, z1 = w[:n_x], w[n_x:]
+            advanced = x1 - target(x1, z1, x0, f0, h, p, lim)
+            return jnp.concatenate([mask * advanced + (1.0 - mask) * (x1 - frozen), g(x1, z1, p)])
+
+        return r
+
+    stages = []  # per stage: (mask, batched residual, batched Jacobian)
+    for mask in masks:
+        r = residual if mask is None else masked(mask)
+        stages.append((mask, jax.vmap(r), jax.vmap(jax.jacfwd(r))))
 
     def run(x, z, params, t0, t_new, seg, first, count, tol, max_iter):
         n_b, n_z = z.shape
@@ -182,29 +220,41 @@ def _horizon_function(system: DAESystem):
             active = active & ok
             h = jnp.where(active, t_new[:, k] - t, 1.0)
             stale = opens | ~(jnp.abs(h - h_prev) <= GRID_EPS * h)
-            args = (x, fx, h, p, bounds_b(x, z, p))
-            w0 = jnp.concatenate([x + h[:, None] * fx, z], axis=1)
-            w, inverse_n, it, n_fac, status = _chord(
-                lambda w: residual_b(w, *args),
-                lambda w, _: jnp.linalg.inv(jacobian_b(w, *args)),
-                lambda inverse, r: jnp.einsum("bij,bj->bi", inverse, r),
-                w0, inverse, stale, tol, max_iter, done=~active,
-            )  # fmt: skip
-            x1, z1 = w[:, :n_x], w[:, n_x:]
+            x1, z1, converged, inverse_n = x, z, active, []
+            for i, (mask, residual_b, jacobian_b) in enumerate(stages):
+                # a stage starts from the previous stage's (x, z): the held states stay there
+                args = (x, fx, h, p, bounds_b(x, z1, p))
+                if mask is None:
+                    w0 = jnp.concatenate([x + h[:, None] * fx, z1], axis=1)
+                else:
+                    args = (*args, x1)
+                    w0 = jnp.concatenate([mask * (x + h[:, None] * fx) + (1.0 - mask) * x1, z1],
+                                         axis=1)  # fmt: skip
+                w, inv, it, n_fac, status = _chord(
+                    lambda w, r=residual_b, a=args: r(w, *a),
+                    lambda w, _, j=jacobian_b, a=args: jnp.linalg.inv(j(w, *a)),
+                    lambda inverse, r: jnp.einsum("bij,bj->bi", inverse, r),
+                    w0, inverse[i], stale, tol, max_iter, done=~converged,
+                )  # fmt: skip
+                inverse_n.append(inv)
+                work = work.at[0].add(jnp.where(converged, it, 0))
+                work = work.at[1].add(jnp.where(converged, n_fac, 0))
+                work = work.at[2].add(jnp.where(converged, it + 1, 0))
+                converged = converged & (status == CONVERGED)
+                x1, z1 = w[:, :n_x], w[:, n_x:]
+            inverse_n = jnp.stack(inverse_n)
             f1 = f_b(x1, z1, p)
             size = jnp.max(jnp.abs(x1), axis=1)
-            good = (status == CONVERGED) & jnp.isfinite(size) & (size <= DIVERGENCE_LIMIT)
+            good = converged & jnp.isfinite(size) & (size <= DIVERGENCE_LIMIT)
             accept = active & good
             ok = ok & (~active | good)
-            work = work.at[0].add(jnp.where(active, it, 0)).at[1].add(jnp.where(active, n_fac, 0))
-            work = work.at[2].add(jnp.where(active, it + 1, 0))
             keep = accept[:, None]
             carry = (
                 jnp.where(keep, x1, x),
                 jnp.where(keep, z1, z),
                 jnp.where(keep, f1, fx),
                 jnp.where(accept, t_new[:, k], t),
-                jnp.where(accept[:, None, None], inverse_n, inverse),
+                jnp.where(accept[None, :, None, None], inverse_n, inverse),
                 jnp.where(accept, h, h_prev),
                 ok,
                 work,
@@ -220,7 +270,7 @@ def _horizon_function(system: DAESystem):
         starts = tuple(jnp.zeros((n_seg, n_b, m)) for m in (n_x, n_z, n_x))
         fx = f_b(x, z, jax.tree_util.tree_map(lambda a: a[0], params))
         init = (
-            x, z, fx, t0, jnp.zeros((n_b, n, n)), jnp.full(n_b, jnp.nan),
+            x, z, fx, t0, jnp.zeros((len(stages), n_b, n, n)), jnp.full(n_b, jnp.nan),
             jnp.ones(n_b, bool), jnp.zeros((4, n_b), jnp.int32), starts,
         )  # fmt: skip
         carry, steps = jax.lax.scan(maybe, init, jnp.arange(t_new.shape[1]))
@@ -286,20 +336,24 @@ def width(system: DAESystem) -> int:
 
 
 def solve_trapezoid_batch(
-    system: DAESystem, scenarios: list[Scenario], options: TrapezoidOptions
+    system: DAESystem,
+    scenarios: list[Scenario],
+    options: TrapezoidOptions,
+    method: str = "trapezoid",
 ) -> list[SolveResult | None]:
-    """Solve ``scenarios`` together; None for each member that failed in the batch (the caller
-    solves those alone, ``solve_batch``). Each result's ``solve_seconds`` is its share of the
-    batch's solve time, ``compile_seconds`` its share of the compiling."""
+    """Solve ``scenarios`` together with ``method`` (``METHODS``); None for each member that
+    failed in the batch (the caller solves those alone, ``solve_batch``). Each result's
+    ``solve_seconds`` is its share of the batch's solve time, ``compile_seconds`` its share of
+    the compiling."""
     results: list[SolveResult | None] = [None] * len(scenarios)
     for chunk in _chunks(system, scenarios, options.dt):
-        for i, result in zip(chunk, _solve_chunk(system, [scenarios[i] for i in chunk], options),
-                             strict=True):  # fmt: skip
+        members = [scenarios[i] for i in chunk]
+        for i, result in zip(chunk, _solve_chunk(system, members, options, method), strict=True):
             results[i] = result
     return results
 
 
-def _solve_chunk(system, scenarios, options) -> list[SolveResult | None]:
+def _solve_chunk(system, scenarios, options, method: str) -> list[SolveResult | None]:
     start = time.perf_counter()
     n_b = len(scenarios)
     # members padded to a power of two (copies of the last): one program per bucket
@@ -319,7 +373,10 @@ def _solve_chunk(system, scenarios, options) -> list[SolveResult | None]:
         np.float64(options.newton_tol),
         np.int32(options.max_newton),
     )
-    program, compile_s, load_s = _compiled(system, "horizon", _horizon_function, args)
+    program, compile_s, load_s = _compiled(
+        system, "horizon" if method == "trapezoid" else f"horizon {method}",
+        lambda s: _horizon_function(s, method), args,
+    )  # fmt: skip
     starts, steps, ok, work = jax.device_get(program(*args))
     builders = [TrajectoryBuilder(system, sc, sc.evaluation_grid()) for sc in scenarios]
     samples = _collect(plan, starts, steps, ok, builders)
@@ -342,9 +399,7 @@ def _solve_chunk(system, scenarios, options) -> list[SolveResult | None]:
             load_seconds=load_s / n_b,
             solve_seconds=max(0.0, elapsed - compile_s - load_s) / n_b,
         )
-        results.append(
-            builder.result(method="trapezoid", options=options.model_dump(), stats=stats)
-        )
+        results.append(builder.result(method=method, options=options.model_dump(), stats=stats))
     return results
 
 

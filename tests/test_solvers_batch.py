@@ -51,6 +51,34 @@ def test_members_with_different_events_match_their_solo_solves() -> None:
     assert all(m.stats.solve_seconds > 0 for m in batched)
 
 
+def test_delayed_members_match_their_solo_solves() -> None:
+    """The delayed scheme (network stage, then controller stage, each with its own Newton
+    inverse) batched: each member as ``solve`` gives it alone; a system without controller
+    states is left to ``solve`` (its input error)."""
+    from solvers.catalogue import TrapezoidOptions
+
+    system = build_system("wscc9")
+    assert batchable(system, "trapezoid-delayed", TrapezoidOptions())
+    assert not batchable(build_system("emt_sm"), "trapezoid-delayed", TrapezoidOptions())
+    scenarios = [
+        scenario(system, {"kind": "bus_fault", "bus": "bus7", "t_fault": 0.05, "t_clear": 0.1}, 0),
+        scenario(system, {"kind": "branch_trip", "branch": "br_6_7", "t": 0.0731}, 2, n_eval=17),
+        scenario(system, {"kind": "load_step", "bus": "bus9", "t": 0.2, "scale": 1.2}, 4),
+    ]
+    raw = solve_trapezoid_batch(
+        system, scenarios, TrapezoidOptions(dt=DT), method="trapezoid-delayed"
+    )
+    assert all(r is not None for r in raw)  # every member solved in the batch itself
+    batched = solve_batch(system, scenarios, "trapezoid-delayed", dt=DT)
+    for member, sc in zip(batched, scenarios, strict=True):
+        alone = solve(system, sc, "trapezoid-delayed", dt=DT)
+        assert member.method == "trapezoid-delayed"
+        assert_same(member, alone)
+    # the delay is real: the delayed members differ from the simultaneous scheme's
+    simultaneous = solve(system, scenarios[0], "trapezoid", dt=DT)
+    assert np.abs(batched[0].x_eval - simultaneous.x_eval).max() > 1e-6
+
+
 def test_a_member_failing_in_the_batch_gets_the_solo_failure() -> None:
     """Newton capped at 2 iterations: the faulted member's step cannot converge, so it fails
     in the batch (None) and ``solve_batch`` reports what ``solve`` reports; the quiet member is
