@@ -136,11 +136,12 @@ def claim_run(
             message="",
             traceback=None,
         )
+        .returning(Run.attempts)
         .execution_options(**_NO_SYNC)
     )
-    if claimed.rowcount != 1:
+    attempt = claimed.scalar_one_or_none()
+    if attempt is None:
         return None
-    attempt = session.execute(select(Run.attempts).where(Run.id == run_id)).scalar_one()
     return Claim(run_id=run_id, attempt=attempt, worker=worker)
 
 
