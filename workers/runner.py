@@ -483,32 +483,24 @@ class Prepared:
     system: Any
     scenario: Any
     inputs_mark: float
-    """``time.perf_counter()`` when its inputs were read (its overhead starts there)."""
+    """``time.perf_counter()`` when its build began (its overhead after the claim starts there)."""
 
 
 def prepare_run(
     ctx: WorkerContext,
     claim: repo.Claim,
     phases: dict[str, float],
-    inputs: repo.RunInputs | None = None,
+    inputs: repo.RunInputs,
 ) -> Prepared | str:
-    """Read a claimed run's inputs (unless given: read with others in one transaction) and build
-    its system and scenario; a cancelled campaign raises ``RunCancelled``; invalid inputs are
-    recorded as a failed run ("invalid-input")."""
+    """Build a claimed run's system and scenario from its inputs (read in its claim's
+    transaction, or with its batch's); a cancelled campaign raises ``RunCancelled``; invalid
+    inputs are recorded as a failed run ("invalid-input")."""
     from models.library import build_system
     from models.scenarios import make_scenario
     from solvers import validate_options
     from solvers.status import FailureReason, RunStatus
 
-    def read_inputs() -> repo.RunInputs:
-        with ctx.db.read() as session:
-            return repo.run_inputs(session=session, run_id=claim.run_id)
-
     mark = time.perf_counter()
-    if inputs is None:
-        inputs = with_db_retry(
-            read_inputs, settings=ctx.settings, what=f"run {claim.run_id} inputs"
-        )
     if inputs.campaign_status == CampaignStatus.CANCELLED.value:
         raise RunCancelled(f"run {claim.run_id}: campaign cancelled")
     try:
