@@ -103,3 +103,27 @@ def test_a_failing_run_in_a_batch_is_published_with_the_others(
             assert run.status == outcome and metrics is not None
             if outcome == "failed":
                 assert run.reason == "max_steps"
+
+
+def test_runs_that_cannot_be_published_are_recorded_failures(
+    sqlite_settings, sqlite_db, small_spec, monkeypatch
+) -> None:
+    """A block whose write fails (found with 2e6-step trapezoid runs: a 2.7 GB array past
+    Blosc's 2 GiB limit) ends its runs as failed internal errors, each with the reason, instead
+    of leaving them running to be retried until their attempts are spent."""
+    import raptorgrid.zarr_store as zs
+
+    def broken(*args, **kwargs):
+        raise ValueError("Codec does not support buffers of > 2147483647 bytes")
+
+    monkeypatch.setattr(zs, "write_dataset", broken)
+    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
+    campaign_id, run_ids = campaign(context, small_spec)
+    outcomes = execute_batch(run_ids, worker="t", ctx=context)
+    assert outcomes == ["internal-error"] * len(run_ids)
+    with sqlite_db.read() as session:
+        for run_id in run_ids:
+            run, _, _ = repo.get_run(session=session, run_id=run_id)
+            assert (run.status, run.reason, run.attempts) == ("failed", "internal_error", 1)
+            assert "2147483647" in run.message
+        assert repo.get_campaign(session=session, campaign_id=campaign_id).finished_at

@@ -109,3 +109,24 @@ def test_the_group_lease_reports_lost_and_cancelled_runs(sqlite_settings, sqlite
     assert states[claims[0].run_id] is repo.LeaseState.HELD
     assert states[stolen.run_id] is repo.LeaseState.LOST
     assert states[claims[2].run_id] is repo.LeaseState.CANCELLED
+
+
+def test_runs_solved_together_that_cannot_be_published_are_recorded_failures(
+    sqlite_settings, sqlite_db, monkeypatch
+) -> None:
+    """The vectorized path: a failing block write records every solved run of it as failed
+    (found on emt_gfl at dt 1e-6: the runs were left running and the task raised KeyError)."""
+    import raptorgrid.zarr_store as zs
+
+    def broken(*args, **kwargs):
+        raise ValueError("Codec does not support buffers of > 2147483647 bytes")
+
+    monkeypatch.setattr(zs, "write_dataset", broken)
+    context = WorkerContext(settings=sqlite_settings, db=sqlite_db)
+    _, run_ids = campaign(context, SPEC)
+    assert vector_config(context, run_ids) is not None
+    assert execute_batch(run_ids, worker="t", ctx=context) == ["internal-error"] * 6
+    with sqlite_db.read() as session:
+        for run_id in run_ids:
+            run, _, _ = repo.get_run(session=session, run_id=run_id)
+            assert (run.status, run.reason, run.attempts) == ("failed", "internal_error", 1)

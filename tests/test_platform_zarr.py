@@ -116,3 +116,25 @@ def test_a_block_is_made_durable_by_one_filesystem_sync(tmp_path: Path, monkeypa
         for root in ("a", "b"):
             stored = zs.open_run(str(tmp_path / root), 1, run_id).load()
             np.testing.assert_array_equal(stored["x"].values, dataset["x"].values)
+
+
+def test_arrays_above_the_chunk_limit_are_split_and_read_back_whole(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """One chunk per array up to ``CHUNK_BYTES``; larger arrays (a 2e6-step fixed-step run)
+    are cut along their leading dimensions and read back identical."""
+    assert zs.chunk_shape((401, 24), 8) == (401, 24)
+    assert zs.chunk_shape((2, 2_000_000, 24), 8) == (1, zs.CHUNK_BYTES // (8 * 24), 24)
+    assert zs.chunk_shape((3, 0, 5), 8) == (3, 1, 5)
+    result = fake_result(n_acc=5000)
+    ds = zs.result_dataset(result, {"run_id": 1})
+    zs.write_dataset(tmp_path / "small-chunks", ds)
+    import zarr
+
+    limit = 8 * 3 * 1000  # as if CHUNK_BYTES were 24 kB: x_acc (5000 x 3) in 5 chunks
+    assert zs.chunk_shape((5000, 3), 8, limit) == (1000, 3)
+    monkeypatch.setattr(zs, "CHUNK_BYTES", limit)
+    zs.write_dataset(tmp_path / "split", ds)
+    assert zarr.open_array(str(tmp_path / "split" / "x_acc")).chunks == (1000, 3)
+    back = xr.open_zarr(str(tmp_path / "split"), consolidated=False).load()
+    xr.testing.assert_identical(back, ds)

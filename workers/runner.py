@@ -614,6 +614,7 @@ def execute_batch(
     recomputes at most that much finished work, and each run still ends complete in Zarr and
     SQL or is retried (``commit``). ``phases`` receives each run's phase seconds."""
     ctx = ctx or worker_context()
+    from solvers.status import FailureReason, RunStatus
     from workers.vectorized import execute_together, vector_config
 
     inputs = vector_config(ctx, run_ids)
@@ -632,9 +633,21 @@ def execute_batch(
     clock = LeaseClock()
 
     def publish() -> None:
-        if held:
+        if not held:
+            return
+        try:
             for s, outcome in zip(held, commit(ctx, held), strict=True):
                 outcomes[s.claim.run_id] = outcome
+        except TRANSIENT_ERRORS:
+            raise  # left to their leases, as a run alone is
+        except Exception as exc:  # the solved runs could not be published: recorded failures
+            log.exception("runs %s: publishing failed", [s.claim.run_id for s in held])
+            for s in held:
+                _finish(ctx, s.claim, RunStatus.FAILED, reason=FailureReason.INTERNAL_ERROR.value,
+                        message=f"{type(exc).__name__}: {exc}",
+                        traceback=traceback.format_exc())  # fmt: skip
+                outcomes[s.claim.run_id] = "internal-error"
+        finally:
             held.clear()
 
     try:

@@ -190,13 +190,16 @@ def execute_together(
                 else:
                     prepared.append(ready)
             solved = _solve(ctx, lease, prepared, records, finish_all) if prepared else []
-        for p in prepared:
-            pending.remove(p.claim)
+        # settled while solving (cancelled, or lost to another attempt): no longer pending
+        unsolved = {p.claim.run_id for p in prepared} - {s.claim.run_id for s in solved}
+        pending = [c for c in pending if c.run_id not in unsolved]
         block = max(1, ctx.settings.result_block_max)
         for i in range(0, len(solved), block):
             part = solved[i : i + block]
             for s, outcome in zip(part, commit(ctx, part), strict=True):
                 outcomes[s.claim.run_id] = outcome
+            # published and recorded: a later part's failure is not theirs
+            pending = [c for c in pending if c.run_id not in {s.claim.run_id for s in part}]
         for claim in claims:  # lost while solving: left to the attempt that owns it now
             outcomes.setdefault(claim.run_id, "lease-lost")
     except (RunTimeLimit, *time_limit_errors):

@@ -192,10 +192,31 @@ write and to read back. On a block of 16 ieee39 Radau runs (503 KB of arrays per
 trajectories hardly compress: no codec 1.78 ms, 503 KB); 2026-12-04, load 1.5."""
 
 
+CHUNK_BYTES = 128 * 2**20
+"""Largest chunk written (bytes). A run is read whole, so an array is one chunk up to this size;
+beyond it (a fixed-step run's every step: emt_gfl at dt 1e-6 s keeps 2e6 steps, 384 MB per
+array, and a block of two is past Blosc's 2 GiB buffer limit) it is split along its leading
+dimensions."""
+
+
+def chunk_shape(shape: tuple[int, ...], itemsize: int, limit: int | None = None) -> tuple:
+    """One chunk for the whole array if it holds at most ``limit`` bytes (``CHUNK_BYTES``),
+    else the leading dimensions cut so that a chunk does (at least one element along each)."""
+    limit = CHUNK_BYTES if limit is None else limit
+    chunks = [max(1, n) for n in shape]
+    for axis in range(len(chunks)):
+        inner = itemsize * int(np.prod(chunks[axis + 1 :], dtype=np.int64))
+        if inner * chunks[axis] <= limit:
+            break
+        chunks[axis] = max(1, limit // inner)
+    return tuple(chunks)
+
+
 def write_dataset(path: Path | str, dataset: xr.Dataset) -> None:
     """Write ``dataset`` as a new Zarr 3 group at ``path`` that ``xarray.open_zarr`` reads back
     identical (dimension names, string coordinates, NaN fill), one chunk per array (a run is
-    read whole), all arrays created and filled concurrently in one pass of zarr's event loop.
+    read whole; ``chunk_shape`` splits arrays above ``CHUNK_BYTES``), all arrays created and
+    filled concurrently in one pass of zarr's event loop.
 
     ``Dataset.to_zarr`` creates and fills the arrays one after the other, each a round trip to
     that loop: 66-73 ms for a wscc9 run's ten arrays against 36-41 ms here (measured
@@ -219,7 +240,7 @@ async def _write_dataset(path: str, dataset: xr.Dataset) -> None:
             name,
             shape=data.shape,
             dtype=dtype,
-            chunks=tuple(max(1, n) for n in data.shape),
+            chunks=chunk_shape(data.shape, data.dtype.itemsize),
             fill_value=fill,
             compressors=compressors,
             dimension_names=variable.dims,
