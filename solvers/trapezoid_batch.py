@@ -54,7 +54,7 @@ from solvers.reduced import ALGEBRAIC_TOL
 from solvers.result import SolveResult, Stats
 from solvers.trajectory import DIVERGENCE_LIMIT, TrajectoryBuilder, segments
 from solvers.trapezoid import GRID_EPS, controller_mask, step_grid
-from solvers.trapezoid_kernel import CONVERGED, _chord, trapezoid_target
+from solvers.trapezoid_kernel import CONVERGED, _chord, step_residual
 
 BATCH_DENSE_MAX = 600
 """Largest n_x + n_z solved in a batch: B dense LUs of this size per refactorization."""
@@ -144,11 +144,12 @@ def _plan(system: DAESystem, scenarios: list[Scenario], dt: float) -> _Plan:
     return _Plan(params, t0, t_new, seg, first, count, per_member)
 
 
-def _stage_masks(system: DAESystem, method: str) -> list[np.ndarray | None]:
-    """The masks of a step's stages: one unmasked stage (simultaneous), or the delayed scheme's
-    network stage (controller states held) then controller stage (``solvers.trapezoid``)."""
+def _stage_masks(system: DAESystem, method: str) -> list[np.ndarray]:
+    """The masks of a step's stages, as ``solvers.trapezoid`` takes them: every state
+    (simultaneous), or the delayed scheme's network stage (controller states held) then its
+    controller stage."""
     if method == "trapezoid":
-        return [None]
+        return [np.ones(system.n_x)]
     controllers = controller_mask(system)
     return [1.0 - controllers, controllers]
 
@@ -156,36 +157,17 @@ def _stage_masks(system: DAESystem, method: str) -> list[np.ndarray | None]:
 def _horizon_function(system: DAESystem, method: str = "trapezoid"):
     """The compiled program: one scan over the flattened steps; a step that opens a segment
     first solves its consistent z (the post-event point, recorded in ``starts``). Each step
-    runs its stages (``_stage_masks``) in order, each a batched chord iteration with its own
-    Newton inverses, exactly as ``solvers.trapezoid`` runs them one member at a time."""
+    runs its stages (``_stage_masks``) in order, each a batched chord iteration on the solo
+    step's residual (``trapezoid_kernel.step_residual``) with its own Newton inverses."""
     f, g = system.f, system.g
-    n_x = system.n_x
     newton = jax.vmap(newton_solver(g))
     f_b, g_b = jax.vmap(f), jax.vmap(g)
-    masks = [None if m is None else jnp.asarray(m) for m in _stage_masks(system, method)]
-
-    target, bounds = trapezoid_target(system)
+    masks = [jnp.asarray(m) for m in _stage_masks(system, method)]
+    residual, bounds = step_residual(system)
     bounds_b = jax.vmap(bounds)
-
-    def residual(w, x0, f0, h, p, lim):
-        x1, z1 = w[:n_x], w[n_x:]
-        return jnp.concatenate([x1 - target(x1, z1, x0, f0, h, p, lim), g(x1, z1, p)])
-
-    def masked(mask):
-        """The residual of a stage that advances the states where ``mask`` is 1 and holds the
-        others at ``frozen`` (the solo step's, ``solvers.trapezoid_kernel``)."""
-
-        def r(w, x0, f0, h, p, lim, frozen):
-            x1, z1 = w[:n_x], w[n_x:]
-            advanced = x1 - target(x1, z1, x0, f0, h, p, lim)
-            return jnp.concatenate([mask * advanced + (1.0 - mask) * (x1 - frozen), g(x1, z1, p)])
-
-        return r
-
-    stages = []  # per stage: (mask, batched residual, batched Jacobian)
-    for mask in masks:
-        r = residual if mask is None else masked(mask)
-        stages.append((mask, jax.vmap(r), jax.vmap(jax.jacfwd(r))))
+    residual_b = jax.vmap(residual, in_axes=(0, 0, 0, 0, 0, None, 0, 0))
+    jacobian_b = jax.vmap(jax.jacfwd(residual), in_axes=(0, 0, 0, 0, 0, None, 0, 0))
+    n_x = system.n_x
 
     def run(x, z, params, t0, t_new, seg, first, count, tol, max_iter):
         n_b, n_z = z.shape
@@ -221,18 +203,14 @@ def _horizon_function(system: DAESystem, method: str = "trapezoid"):
             h = jnp.where(active, t_new[:, k] - t, 1.0)
             stale = opens | ~(jnp.abs(h - h_prev) <= GRID_EPS * h)
             x1, z1, converged, inverse_n = x, z, active, []
-            for i, (mask, residual_b, jacobian_b) in enumerate(stages):
+            for i, mask in enumerate(masks):
                 # a stage starts from the previous stage's (x, z): the held states stay there
-                args = (x, fx, h, p, bounds_b(x, z1, p))
-                if mask is None:
-                    w0 = jnp.concatenate([x + h[:, None] * fx, z1], axis=1)
-                else:
-                    args = (*args, x1)
-                    w0 = jnp.concatenate([mask * (x + h[:, None] * fx) + (1.0 - mask) * x1, z1],
-                                         axis=1)  # fmt: skip
+                args = (x, fx, h, p, mask, x1, bounds_b(x, z1, p))
+                w0 = jnp.concatenate([mask * (x + h[:, None] * fx) + (1.0 - mask) * x1, z1],
+                                     axis=1)  # fmt: skip
                 w, inv, it, n_fac, status = _chord(
-                    lambda w, r=residual_b, a=args: r(w, *a),
-                    lambda w, _, j=jacobian_b, a=args: jnp.linalg.inv(j(w, *a)),
+                    lambda w, a=args: residual_b(w, *a),
+                    lambda w, _, a=args: jnp.linalg.inv(jacobian_b(w, *a)),
                     lambda inverse, r: jnp.einsum("bij,bj->bi", inverse, r),
                     w0, inverse[i], stale, tol, max_iter, done=~converged,
                 )  # fmt: skip
@@ -270,7 +248,7 @@ def _horizon_function(system: DAESystem, method: str = "trapezoid"):
         starts = tuple(jnp.zeros((n_seg, n_b, m)) for m in (n_x, n_z, n_x))
         fx = f_b(x, z, jax.tree_util.tree_map(lambda a: a[0], params))
         init = (
-            x, z, fx, t0, jnp.zeros((len(stages), n_b, n, n)), jnp.full(n_b, jnp.nan),
+            x, z, fx, t0, jnp.zeros((len(masks), n_b, n, n)), jnp.full(n_b, jnp.nan),
             jnp.ones(n_b, bool), jnp.zeros((4, n_b), jnp.int32), starts,
         )  # fmt: skip
         carry, steps = jax.lax.scan(maybe, init, jnp.arange(t_new.shape[1]))

@@ -184,9 +184,11 @@ def _chord(residual, refactor, solve, w0, factors, factor_first, tol, max_iter, 
     return w, factors, it, n_fac, status
 
 
-def _step_function(system: DAESystem):
-    f, g = system.f, system.g
-    n_x = system.n_x
+def step_residual(system: DAESystem):
+    """``(residual, bounds)``: the step's residual r(w, x0, f0, h, p, mask, frozen, lim) of the
+    module docstring (``lim`` = ``bounds(x0, z0, p)``, ``trapezoid_target``), shared by the
+    step here and the batched program (``solvers.trapezoid_batch``)."""
+    g, n_x = system.g, system.n_x
     target, bounds = trapezoid_target(system)
 
     def residual(w, x0, f0, h, p, mask, frozen, lim):
@@ -194,6 +196,13 @@ def _step_function(system: DAESystem):
         advanced = x1 - target(x1, z1, x0, f0, h, p, lim)
         return jnp.concatenate([mask * advanced + (1.0 - mask) * (x1 - frozen), g(x1, z1, p)])
 
+    return residual, bounds
+
+
+def _step_function(system: DAESystem):
+    f = system.f
+    n_x = system.n_x
+    residual, bounds = step_residual(system)
     jacobian = jax.jacfwd(residual)
 
     def step(x0, z0, f0, h, p, mask, frozen, lu, piv, factor_first, tol, max_iter):

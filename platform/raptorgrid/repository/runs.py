@@ -186,22 +186,15 @@ def renew_lease(
     sim_time: float | None = None,
 ) -> LeaseState:
     """Extend the lease of the current attempt and record its progress (simulated time, s);
-    says whether the lease was lost or the campaign cancelled (the worker then stops)."""
-    values: dict[str, Any] = {"lease_until": now + timedelta(seconds=lease_seconds)}
-    if sim_time is not None:
-        values["sim_time"] = sim_time
-    renewed = session.execute(
-        update(Run)
-        .where(Run.id == run_id, Run.attempts == attempt, Run.status == RunStatus.RUNNING.value)
-        .values(**values)
-        .execution_options(**_NO_SYNC)
-    )
-    if renewed.rowcount != 1:
-        return LeaseState.LOST
-    status = session.execute(
-        select(Campaign.status).join(Run, Run.campaign_id == Campaign.id).where(Run.id == run_id)
-    ).scalar_one()
-    return LeaseState.CANCELLED if status == CampaignStatus.CANCELLED.value else LeaseState.HELD
+    says whether the lease was lost or the campaign cancelled (the worker then stops).
+    ``renew_leases`` of one run."""
+    return renew_leases(
+        session=session,
+        attempts={run_id: attempt},
+        now=now,
+        lease_seconds=lease_seconds,
+        sim_times=None if sim_time is None else {run_id: sim_time},
+    )[run_id]
 
 
 def renew_leases(
