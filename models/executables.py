@@ -68,11 +68,14 @@ def enable_persistent_cache(directory: Path | None = None) -> None:
 
 @cache
 def source_fingerprint() -> str:
-    """Hash of the numerical sources and the JAX versions (part of every key)."""
+    """Hash of the numerical sources, the JAX versions and ``XLA_FLAGS`` (part of every key:
+    an executable compiled with other code-generation flags, e.g. the test suite's, is never
+    loaded in their place; JAX's own cache keys hash the flags too)."""
     import jaxlib
 
     root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256(f"{jax.__version__} {jaxlib.__version__}".encode())
+    versions = f"{jax.__version__} {jaxlib.__version__} {os.environ.get('XLA_FLAGS', '')}"
+    digest = hashlib.sha256(versions.encode())
     for package in ("models", "solvers"):
         for path in sorted((root / package).rglob("*.py")):
             digest.update(path.relative_to(root).as_posix().encode())

@@ -5,12 +5,16 @@ solve of [x1 - x0 - h/2 (f0 + f1); g(x1, z1)] = 0, ``solvers.trapezoid_kernel``)
 order, A-stable and has no error control: the cost is known before starting and the result does
 not move when a tolerance is nudged.
 
-``trapezoid-delayed`` is the partitioned scheme of EMT programs: the states named in
-``DAESystem.controller_states`` enter the step of the other states (and z) with their previous
-step's values, a one-step delay; the controller states are then advanced by the trapezoidal rule
-with the new network solution, z solved again with them so that every output point is
-consistent. The delay makes it first order in that coupling. A system without controller states
-is an input error (a failed result with reason ``invalid_input``).
+``trapezoid-delayed`` is the partitioned scheme of EMT programs: each step solves the network
+once, with the states named in ``DAESystem.controller_states`` held at their previous step's
+values (a one-step delay: the network sees the controllers' previous output), then advances
+the controller states alone by the trapezoidal rule with the new network solution held
+(``trapezoid_kernel.controller_residual``: a Newton system of the controller states only, no
+network unknown). The step's output point is (x with the new controller states, z of the
+network solve): z lags the controllers by one step, so g(x, z) at a step point is not zero
+but O(dt) (the delay), and the scheme is first order in that coupling. The interpolated
+samples between step points re-solve z as every method's do. A system without controller
+states is an input error (a failed result with reason ``invalid_input``).
 
 States behind a non-windup limiter (exciter and governor limits of the PSS/E models) are
 advanced as x1 = clip(x0 + h/2 (f0 + f1_raw), low, high): the limiter's own definition, and the
@@ -24,10 +28,10 @@ step points is the cubic Hermite interpolant of (x, f) at the step's two ends (t
 beyond the method's second), with z re-solved there.
 
 Counters: accepted = steps (nothing is rejected); Newton iterations and LU factorizations as
-counted inside the compiled step (each factorization is one autodiff Jacobian evaluation);
-RHS evaluations = one f per Newton iteration, one for f(x1, z1) after each step (each of the two
-stages of a delayed step) and one at each segment start; algebraic iterations = the host
-re-solves of z (segment starts, interpolated samples).
+counted inside the compiled step, a delayed step's network and controller stages together (each
+factorization is one autodiff Jacobian evaluation); RHS evaluations = one f per Newton
+iteration, one for f(x1, z1) after each stage and one at each segment start; algebraic
+iterations = the host re-solves of z (segment starts, interpolated samples).
 """
 
 from __future__ import annotations
@@ -45,16 +49,23 @@ from solvers.result import Stats
 from solvers.status import FailureReason
 from solvers.stepping import Advance, StepFailure, begin_segment, initial_state
 from solvers.trajectory import TrajectoryBuilder, check_state, segments
-from solvers.trapezoid_kernel import CONVERGED, SparseStep, compiled_step, run_step
+from solvers.trapezoid_kernel import (
+    CONVERGED,
+    SparseStep,
+    compiled_controller_step,
+    compiled_step,
+    run_step,
+)
 
 GRID_EPS = 1e-9
 """Times closer than this fraction of dt are the same grid point (floating-point noise)."""
 
 
 class _Stage:
-    """One mask's step and the factorization it carries between steps (dense: LU factors passed
-    in and out; sparse: KLU's numeric factorization kept in the step's handle); refactored when
-    h or the segment changes, or when the chord iteration slows."""
+    """The step of the states selected by ``mask`` and of z (the simultaneous step, or the
+    delayed scheme's network stage), and the factorization it carries between steps (dense: LU
+    factors passed in and out; sparse: KLU's numeric factorization kept in the step's handle);
+    refactored when h or the segment changes, or when the chord iteration slows."""
 
     def __init__(self, system: DAESystem, step, mask: np.ndarray, sparse: bool) -> None:
         n = system.n_x + system.n_z
@@ -73,16 +84,41 @@ class _Stage:
     def stale(self, h: float) -> bool:
         return self.h is None or abs(h - self.h) > GRID_EPS * h
 
-    def advance(self, x, z, f, h: float, p, frozen, tol, max_iter):
+    def advance(self, x, z, f, h: float, p, x_held, z_held, tol, max_iter):
+        """The step from (x, z, f) over h; the states outside the mask stay at ``x_held``
+        (``z_held``, the z the iteration starts from, is the step start's z here)."""
         args = (jnp.asarray(x), jnp.asarray(z), jnp.asarray(f), jnp.asarray(h), p, self.mask)
         refactor = jnp.asarray(self.stale(h))
         if self.sparse is not None:
-            return self.sparse(*args, jnp.asarray(frozen), refactor, tol, max_iter)
-        frozen = jnp.asarray(frozen)
-        return run_step(self.step, *args, frozen, self.lu, self.piv, refactor, tol, max_iter)
+            return self.sparse(*args, jnp.asarray(x_held), refactor, tol, max_iter)
+        held = jnp.asarray(x_held)
+        return run_step(self.step, *args, held, self.lu, self.piv, refactor, tol, max_iter)
 
     def accept(self, out, h: float) -> None:
         self.lu, self.piv, self.h = out.lu, out.piv, h
+
+
+class _ControllerStage(_Stage):
+    """The delayed scheme's controller stage: the controller states alone, with the network
+    stage's x and z held (``trapezoid_kernel.controller_residual``); its dense LU is of the
+    controller states' size."""
+
+    def __init__(self, system: DAESystem, index: np.ndarray) -> None:
+        self.step, self.seconds = compiled_controller_step(system, index)
+        self.sparse = None
+        self.lu = jnp.zeros((len(index), len(index)), jnp.float64)
+        self.piv = jnp.zeros(len(index), jnp.int32)
+        self.h = None
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.seconds
+
+    def advance(self, x, z, f, h: float, p, x_held, z_held, tol, max_iter):
+        refactor = jnp.asarray(self.stale(h))
+        args = (jnp.asarray(x), jnp.asarray(z), jnp.asarray(f), jnp.asarray(h), p)
+        held = (jnp.asarray(x_held), jnp.asarray(z_held))
+        return run_step(self.step, *args, *held, self.lu, self.piv, refactor, tol, max_iter)
 
 
 def step_grid(t_start: float, t_end: float, t0: float, dt: float) -> np.ndarray:
@@ -129,9 +165,13 @@ def trapezoid_steps(method: str):
         sparse = _sparse(system, options.linear_solver)
         step, step_compile = (None, 0.0) if sparse else compiled_step(system)
         stats.compile_seconds += compile_seconds + step_compile
-        everything = np.ones(system.n_x)
-        masks = [everything] if controllers is None else [1.0 - controllers, controllers]
-        stages = [_Stage(system, step, mask, sparse) for mask in masks]
+        if controllers is None:
+            stages = [_Stage(system, step, np.ones(system.n_x), sparse)]
+        else:
+            stages = [
+                _Stage(system, step, 1.0 - controllers, sparse),
+                _ControllerStage(system, np.flatnonzero(controllers)),
+            ]
         stats.compile_seconds += sum(stage.compile_seconds for stage in stages)
         x, z = initial_state(system, scenario)
         for segment in segments(system, scenario):
@@ -189,8 +229,8 @@ def _segment_steps(
         h = float(t_new - t)
         x_new, z_new, f_new = x, z, f
         for stage in stages:
-            # each stage advances the masked states; the others stay at their latest values
-            out = stage.advance(x, z_new, f, h, ode.p, x_new, tol, max_iter)
+            # each stage advances its states; the others stay at their latest values
+            out = stage.advance(x, z, f, h, ode.p, x_new, z_new, tol, max_iter)
             iterations, status = int(out.iterations), int(out.status)
             stats.newton_iterations += iterations
             stats.rhs_evaluations += iterations + 1

@@ -24,11 +24,12 @@ per step (23-30x at B = 8-64), an ieee39 member ~0.3-0.36 ms (2.3-2.7x), bounded
 n x n Newton inverse each chord iteration multiplies (``width``; ``benchmarks/batched.py``).
 
 Scope: the simultaneous scheme and the delayed one (``trapezoid-delayed``: each step's
-network stage then controller stage, each with its own Newton inverses, as ``solvers.trapezoid``
-runs them), with a dense Newton matrix (up to ``BATCH_DENSE_MAX`` unknowns); other methods and
-larger systems are solved one after the other by ``solve_batch``. The delayed scheme alone pays
-the host loop twice per step (emt_gfl, 2 s at dt 1e-4: ~30 s CPU alone, 0.41 s per member in a
-program of 4; 2026-12-04).
+network stage, controller states held, then its controller stage on the controller states
+alone, each with its own Newton inverses, as ``solvers.trapezoid`` runs them), with a dense
+Newton matrix (up to ``BATCH_DENSE_MAX`` unknowns); other methods and larger systems are solved
+one after the other by ``solve_batch``. The delayed scheme alone pays the host loop twice per
+step (emt_gfl, 0.6 s at dt 1e-4: ~2x the simultaneous scheme's CPU alone; batched, 2 s:
+~1.2x; docs/paper.md).
 A batch is split into programs of ``width`` members whose stored steps stay under
 ``BATCH_BYTES``.
 """
@@ -54,7 +55,7 @@ from solvers.reduced import ALGEBRAIC_TOL
 from solvers.result import SolveResult, Stats
 from solvers.trajectory import DIVERGENCE_LIMIT, TrajectoryBuilder, segments
 from solvers.trapezoid import GRID_EPS, controller_mask, step_grid
-from solvers.trapezoid_kernel import CONVERGED, _chord, step_residual
+from solvers.trapezoid_kernel import CONVERGED, _chord, controller_residual, step_residual
 
 BATCH_DENSE_MAX = 600
 """Largest n_x + n_z solved in a batch: B dense LUs of this size per refactorization."""
@@ -144,30 +145,51 @@ def _plan(system: DAESystem, scenarios: list[Scenario], dt: float) -> _Plan:
     return _Plan(params, t0, t_new, seg, first, count, per_member)
 
 
-def _stage_masks(system: DAESystem, method: str) -> list[np.ndarray]:
-    """The masks of a step's stages, as ``solvers.trapezoid`` takes them: every state
-    (simultaneous), or the delayed scheme's network stage (controller states held) then its
-    controller stage."""
-    if method == "trapezoid":
-        return [np.ones(system.n_x)]
-    controllers = controller_mask(system)
-    return [1.0 - controllers, controllers]
-
-
 def _horizon_function(system: DAESystem, method: str = "trapezoid"):
     """The compiled program: one scan over the flattened steps; a step that opens a segment
-    first solves its consistent z (the post-event point, recorded in ``starts``). Each step
-    runs its stages (``_stage_masks``) in order, each a batched chord iteration on the solo
-    step's residual (``trapezoid_kernel.step_residual``) with its own Newton inverses."""
+    first solves its consistent z (the post-event point, recorded in ``starts``). A step is a
+    batched chord iteration on the solo step's residual (``trapezoid_kernel.step_residual``)
+    over every state (simultaneous), or, delayed, that iteration with the controller states
+    held (the network stage) then one on the controller states alone
+    (``trapezoid_kernel.controller_residual``), each stage with its own Newton inverses."""
     f, g = system.f, system.g
     newton = jax.vmap(newton_solver(g))
     f_b, g_b = jax.vmap(f), jax.vmap(g)
-    masks = [jnp.asarray(m) for m in _stage_masks(system, method)]
+    delayed = method == "trapezoid-delayed"
+    controllers = controller_mask(system) if delayed else np.zeros(system.n_x)
+    mask = jnp.asarray(1.0 - controllers)
+    index = np.flatnonzero(controllers)
     residual, bounds = step_residual(system)
     bounds_b = jax.vmap(bounds)
     residual_b = jax.vmap(residual, in_axes=(0, 0, 0, 0, 0, None, 0, 0))
     jacobian_b = jax.vmap(jax.jacfwd(residual), in_axes=(0, 0, 0, 0, 0, None, 0, 0))
+    c_residual, _ = controller_residual(system, index)
+    c_residual_b = jax.vmap(c_residual)
+    c_jacobian_b = jax.vmap(jax.jacfwd(c_residual))
+    at = jnp.asarray(index)
     n_x = system.n_x
+
+    def network_stage(x, z, fx, h, p, lim, inverse, stale, tol, max_iter, done):
+        args = (x, fx, h, p, mask, x, lim)
+        w0 = jnp.concatenate([mask * (x + h[:, None] * fx) + (1.0 - mask) * x, z], axis=1)
+        w, inv, it, n_fac, status = _chord(
+            lambda w: residual_b(w, *args),
+            lambda w, _: jnp.linalg.inv(jacobian_b(w, *args)),
+            lambda inverse, r: jnp.einsum("bij,bj->bi", inverse, r),
+            w0, inverse, stale, tol, max_iter, done=done,
+        )  # fmt: skip
+        return w[:, :n_x], w[:, n_x:], inv, it, n_fac, status
+
+    def controller_stage(x, fx, h, p, lim, x_net, z1, inverse, stale, tol, max_iter, done):
+        args = (x_net, z1, x, fx, h, p, lim)
+        c0 = x[:, at] + h[:, None] * fx[:, at]
+        c, inv, it, n_fac, status = _chord(
+            lambda c: c_residual_b(c, *args),
+            lambda c, _: jnp.linalg.inv(c_jacobian_b(c, *args)),
+            lambda inverse, r: jnp.einsum("bij,bj->bi", inverse, r),
+            c0, inverse, stale, tol, max_iter, done=done,
+        )  # fmt: skip
+        return x_net.at[:, at].set(c), z1, inv, it, n_fac, status
 
     def run(x, z, params, t0, t_new, seg, first, count, tol, max_iter):
         n_b, n_z = z.shape
@@ -202,25 +224,24 @@ def _horizon_function(system: DAESystem, method: str = "trapezoid"):
             active = active & ok
             h = jnp.where(active, t_new[:, k] - t, 1.0)
             stale = opens | ~(jnp.abs(h - h_prev) <= GRID_EPS * h)
-            x1, z1, converged, inverse_n = x, z, active, []
-            for i, mask in enumerate(masks):
-                # a stage starts from the previous stage's (x, z): the held states stay there
-                args = (x, fx, h, p, mask, x1, bounds_b(x, z1, p))
-                w0 = jnp.concatenate([mask * (x + h[:, None] * fx) + (1.0 - mask) * x1, z1],
-                                     axis=1)  # fmt: skip
-                w, inv, it, n_fac, status = _chord(
-                    lambda w, a=args: residual_b(w, *a),
-                    lambda w, _, a=args: jnp.linalg.inv(jacobian_b(w, *a)),
-                    lambda inverse, r: jnp.einsum("bij,bj->bi", inverse, r),
-                    w0, inverse[i], stale, tol, max_iter, done=~converged,
-                )  # fmt: skip
-                inverse_n.append(inv)
+            lim = bounds_b(x, z, p)
+            x1, z1, inv_net, it, n_fac, status = network_stage(
+                x, z, fx, h, p, lim, inverse[0], stale, tol, max_iter, ~active
+            )
+            work = work.at[0].add(jnp.where(active, it, 0))
+            work = work.at[1].add(jnp.where(active, n_fac, 0))
+            work = work.at[2].add(jnp.where(active, it + 1, 0))
+            converged = active & (status == CONVERGED)
+            inverse_n = (inv_net,)
+            if delayed:
+                x1, z1, inv_c, it, n_fac, status = controller_stage(
+                    x, fx, h, p, lim, x1, z1, inverse[1], stale, tol, max_iter, ~converged
+                )
                 work = work.at[0].add(jnp.where(converged, it, 0))
                 work = work.at[1].add(jnp.where(converged, n_fac, 0))
                 work = work.at[2].add(jnp.where(converged, it + 1, 0))
                 converged = converged & (status == CONVERGED)
-                x1, z1 = w[:, :n_x], w[:, n_x:]
-            inverse_n = jnp.stack(inverse_n)
+                inverse_n = (inv_net, inv_c)
             f1 = f_b(x1, z1, p)
             size = jnp.max(jnp.abs(x1), axis=1)
             good = converged & jnp.isfinite(size) & (size <= DIVERGENCE_LIMIT)
@@ -232,7 +253,10 @@ def _horizon_function(system: DAESystem, method: str = "trapezoid"):
                 jnp.where(keep, z1, z),
                 jnp.where(keep, f1, fx),
                 jnp.where(accept, t_new[:, k], t),
-                jnp.where(accept[None, :, None, None], inverse_n, inverse),
+                tuple(
+                    jnp.where(accept[:, None, None], new, old)
+                    for new, old in zip(inverse_n, inverse, strict=True)
+                ),
                 jnp.where(accept, h, h_prev),
                 ok,
                 work,
@@ -246,9 +270,12 @@ def _horizon_function(system: DAESystem, method: str = "trapezoid"):
             return jax.lax.cond(busy, lambda: body(carry, k), lambda: idle)
 
         starts = tuple(jnp.zeros((n_seg, n_b, m)) for m in (n_x, n_z, n_x))
+        inverses = (jnp.zeros((n_b, n, n)),) + (
+            (jnp.zeros((n_b, len(index), len(index))),) if delayed else ()
+        )
         fx = f_b(x, z, jax.tree_util.tree_map(lambda a: a[0], params))
         init = (
-            x, z, fx, t0, jnp.zeros((len(masks), n_b, n, n)), jnp.full(n_b, jnp.nan),
+            x, z, fx, t0, inverses, jnp.full(n_b, jnp.nan),
             jnp.ones(n_b, bool), jnp.zeros((4, n_b), jnp.int32), starts,
         )  # fmt: skip
         carry, steps = jax.lax.scan(maybe, init, jnp.arange(t_new.shape[1]))
@@ -468,7 +495,8 @@ def _fill(system, plan: _Plan, requests: list[_Samples], builders) -> tuple[floa
     args = (xs, zs, exact, seg, member, plan.params)
     program, compile_s, load_s = _compiled(system, "recover", _recover_function, args)
     z_out, y_out, residual = jax.device_get(program(*args))
-    good = (residual <= ALGEBRAIC_TOL) & np.all(np.isfinite(z_out), axis=1)
+    # a step point keeps its step's z (the delayed scheme's lags its controllers: g != 0 there)
+    good = (exact | (residual <= ALGEBRAIC_TOL)) & np.all(np.isfinite(z_out), axis=1)
     start = 0
     for r in requests:
         rows = slice(start, start + len(r.index))

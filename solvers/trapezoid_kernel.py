@@ -6,11 +6,13 @@ Unknowns w = (x1, z1); residual
     r_z = g(x1, z1)
 
 where the mask m selects the states advanced by the trapezoidal rule and holds the others at
-``x_frozen`` (m = 1 everywhere: the simultaneous scheme; the delayed scheme calls the step twice
-with complementary masks). The Newton matrix dr/dw comes from JAX autodiff; its LU factors are
-passed in and out so that a step reuses the previous step's factorization (a chord iteration)
-while that converges, and refactors at the current iterate only when the contraction is too slow;
-if even a fresh factorization does not converge, the step fails. The whole iteration is one
+``x_frozen`` (m = 1 everywhere: the simultaneous scheme; m = 0 on the controller states: the
+delayed scheme's network stage, whose controller stage, ``controller_residual``, then solves
+only the controller states with x and z held). The Newton matrix dr/dw comes from JAX
+autodiff; its LU factors are passed in and out so that a step reuses the previous step's
+factorization (a chord iteration) while that converges, and refactors at the current iterate
+only when the contraction is too slow; if even a fresh factorization does not converge, the
+step fails. The whole iteration is one
 ``lax.while_loop`` inside one AOT-compiled executable.
 """
 
@@ -197,6 +199,87 @@ def step_residual(system: DAESystem):
         return jnp.concatenate([mask * advanced + (1.0 - mask) * (x1 - frozen), g(x1, z1, p)])
 
     return residual, bounds
+
+
+def controller_residual(system: DAESystem, index: np.ndarray):
+    """``(residual, bounds)``: the delayed scheme's controller stage (``solvers.trapezoid``):
+    unknowns c = the controller states ``index`` at the step's end, the other states held at
+    the network stage's ``x_net`` and the algebraic variables at its ``z1``;
+
+        r(c) = c - (x0 + h/2 (f0 + f(x_net with c, z1)))[index]
+
+    (limited states clipped as in ``trapezoid_target``). Its Newton matrix is
+    len(index) x len(index): no network unknown enters it."""
+    target, bounds = trapezoid_target(system)
+    index = jnp.asarray(index)
+
+    def residual(c, x_net, z1, x0, f0, h, p, lim):
+        x1 = x_net.at[index].set(c)
+        return c - target(x1, z1, x0, f0, h, p, lim)[index]
+
+    return residual, bounds
+
+
+def _controller_step_function(system: DAESystem, index: np.ndarray):
+    f = system.f
+    residual, bounds = controller_residual(system, index)
+    jacobian = jax.jacfwd(residual)
+    at = jnp.asarray(index)
+
+    def step(x0, z0, f0, h, p, x_net, z1, lu, piv, factor_first, tol, max_iter):
+        args = (x_net, z1, x0, f0, h, p, bounds(x0, z0, p))
+        c0 = x0[at] + h * f0[at]
+        c, (lu, piv), it, n_fac, status = _chord(
+            lambda c: residual(c, *args),
+            lambda c, factors: lu_factor(jacobian(c, *args)),
+            lambda factors, r: lu_solve(factors, r),
+            c0,
+            (lu, piv),
+            factor_first,
+            tol,
+            max_iter,
+        )
+        x1 = x_net.at[at].set(c)
+        return x1, z1, f(x1, z1, p), lu, piv, it, n_fac, status
+
+    return step
+
+
+_CONTROLLER_CACHE: weakref.WeakKeyDictionary[DAESystem, Any] = weakref.WeakKeyDictionary()
+
+
+def compiled_controller_step(system: DAESystem, index: np.ndarray) -> tuple[Any, float]:
+    """The AOT-compiled controller stage of ``system`` (controller states ``index``) and the
+    compile seconds spent by this call."""
+    with _LOCK:
+        cached = _CONTROLLER_CACHE.get(system)
+        if cached is not None:
+            return cached, 0.0
+        start = time.perf_counter()
+        m = len(index)
+        x = jnp.asarray(system.x0, jnp.float64)
+        z = jnp.asarray(system.z0, jnp.float64)
+        scalar = jnp.asarray(0.0, jnp.float64)
+        compiled = (
+            jax.jit(_controller_step_function(system, index))
+            .lower(
+                x,
+                z,
+                x,
+                scalar,
+                as_device_params(system.params),
+                x,
+                z,
+                jnp.zeros((m, m), jnp.float64),
+                jnp.zeros(m, jnp.int32),
+                jnp.asarray(True),
+                scalar,
+                jnp.asarray(0, jnp.int32),
+            )
+            .compile()
+        )
+        _CONTROLLER_CACHE[system] = compiled
+        return compiled, time.perf_counter() - start
 
 
 def _step_function(system: DAESystem):
