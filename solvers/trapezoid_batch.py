@@ -28,8 +28,8 @@ network stage, controller states held, then its controller stage on the controll
 alone, each with its own Newton inverses, as ``solvers.trapezoid`` runs them), with a dense
 Newton matrix (up to ``BATCH_DENSE_MAX`` unknowns); other methods and larger systems are solved
 one after the other by ``solve_batch``. The delayed scheme alone pays the host loop twice per
-step (emt_gfl, 0.6 s at dt 1e-4: ~2x the simultaneous scheme's CPU alone; batched, 2 s:
-~1.2x; docs/paper.md).
+step (emt_gfl at dt 1e-4: 1.8-1.9x the simultaneous scheme's CPU alone, 1.05-1.15x batched;
+``benchmarks/delayed_control.py``, docs/paper.md).
 A batch is split into programs of ``width`` members whose stored steps stay under
 ``BATCH_BYTES``.
 """
