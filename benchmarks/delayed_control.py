@@ -60,6 +60,19 @@ def _stage_counts():
     return calls
 
 
+def _row(mode: str, dt: float, method: str, cpu: float, stats, **extra) -> dict:
+    return {
+        "mode": mode,
+        "dt": dt,
+        "method": method,
+        "cpu_s": cpu,
+        "steps": stats.accepted,
+        "newton_per_step": stats.newton_iterations / stats.accepted,
+        "lu": stats.lu_factorizations,
+        **extra,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dts", type=float, nargs="+", default=[1e-4, 2e-5])
@@ -84,18 +97,7 @@ def main() -> None:
             start = time.process_time()
             results = solve_batch(system, batch, method, dt=dt)
             cpu = (time.process_time() - start) / len(batch)
-            stats = results[0].stats
-            rows.append(
-                {
-                    "mode": f"batched x{len(batch)}",
-                    "dt": dt,
-                    "method": method,
-                    "cpu_s": cpu,
-                    "steps": stats.accepted,
-                    "newton_per_step": stats.newton_iterations / stats.accepted,
-                    "lu": stats.lu_factorizations,
-                }
-            )
+            rows.append(_row(f"batched x{len(batch)}", dt, method, cpu, results[0].stats))
     calls = _stage_counts()
     alone = make_scenario(
         system,
@@ -117,18 +119,7 @@ def main() -> None:
             labels[name]: sum(it for n, it in calls if n == name) / stats.accepted
             for name in sorted({n for n, _ in calls}, reverse=True)
         }
-        rows.append(
-            {
-                "mode": "alone",
-                "dt": dt,
-                "method": method,
-                "cpu_s": cpu,
-                "steps": stats.accepted,
-                "newton_per_step": stats.newton_iterations / stats.accepted,
-                "lu": stats.lu_factorizations,
-                "newton_per_step_by_stage": per_stage,
-            }
-        )
+        rows.append(_row("alone", dt, method, cpu, stats, newton_per_step_by_stage=per_stage))
     after = load_average()
     if args.json:
         print(json.dumps({"load_before": before, "load_after": after, "rows": rows}, indent=2))

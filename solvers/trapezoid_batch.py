@@ -169,26 +169,29 @@ def _horizon_function(system: DAESystem, method: str = "trapezoid"):
     at = jnp.asarray(index)
     n_x = system.n_x
 
-    def network_stage(x, z, fx, h, p, lim, inverse, stale, tol, max_iter, done):
-        args = (x, fx, h, p, mask, x, lim)
-        w0 = jnp.concatenate([mask * (x + h[:, None] * fx) + (1.0 - mask) * x, z], axis=1)
-        w, inv, it, n_fac, status = _chord(
-            lambda w: residual_b(w, *args),
-            lambda w, _: jnp.linalg.inv(jacobian_b(w, *args)),
+    def batched_chord(residual_of, jacobian_of, w0, inverse, stale, tol, max_iter, done):
+        """A stage's batched chord iteration with each member's Newton inverse."""
+        return _chord(
+            residual_of,
+            lambda w, _: jnp.linalg.inv(jacobian_of(w)),
             lambda inverse, r: jnp.einsum("bij,bj->bi", inverse, r),
             w0, inverse, stale, tol, max_iter, done=done,
         )  # fmt: skip
+
+    def network_stage(x, z, fx, h, p, lim, *iteration):
+        args = (x, fx, h, p, mask, x, lim)
+        w0 = jnp.concatenate([mask * (x + h[:, None] * fx) + (1.0 - mask) * x, z], axis=1)
+        w, inv, it, n_fac, status = batched_chord(
+            lambda w: residual_b(w, *args), lambda w: jacobian_b(w, *args), w0, *iteration
+        )
         return w[:, :n_x], w[:, n_x:], inv, it, n_fac, status
 
-    def controller_stage(x, fx, h, p, lim, x_net, z1, inverse, stale, tol, max_iter, done):
+    def controller_stage(x, fx, h, p, lim, x_net, z1, *iteration):
         args = (x_net, z1, x, fx, h, p, lim)
         c0 = x[:, at] + h[:, None] * fx[:, at]
-        c, inv, it, n_fac, status = _chord(
-            lambda c: c_residual_b(c, *args),
-            lambda c, _: jnp.linalg.inv(c_jacobian_b(c, *args)),
-            lambda inverse, r: jnp.einsum("bij,bj->bi", inverse, r),
-            c0, inverse, stale, tol, max_iter, done=done,
-        )  # fmt: skip
+        c, inv, it, n_fac, status = batched_chord(
+            lambda c: c_residual_b(c, *args), lambda c: c_jacobian_b(c, *args), c0, *iteration
+        )
         return x_net.at[:, at].set(c), z1, inv, it, n_fac, status
 
     def run(x, z, params, t0, t_new, seg, first, count, tol, max_iter):

@@ -220,6 +220,20 @@ def controller_residual(system: DAESystem, index: np.ndarray):
     return residual, bounds
 
 
+def _dense_chord(residual, jacobian, args, w0, factors, factor_first, tol, max_iter):
+    """``_chord`` with dense LU factors of ``jacobian(w, *args)`` (the solo steps)."""
+    return _chord(
+        lambda w: residual(w, *args),
+        lambda w, _: lu_factor(jacobian(w, *args)),
+        lambda lu, r: lu_solve(lu, r),
+        w0,
+        factors,
+        factor_first,
+        tol,
+        max_iter,
+    )
+
+
 def _controller_step_function(system: DAESystem, index: np.ndarray):
     f = system.f
     residual, bounds = controller_residual(system, index)
@@ -229,15 +243,8 @@ def _controller_step_function(system: DAESystem, index: np.ndarray):
     def step(x0, z0, f0, h, p, x_net, z1, lu, piv, factor_first, tol, max_iter):
         args = (x_net, z1, x0, f0, h, p, bounds(x0, z0, p))
         c0 = x0[at] + h * f0[at]
-        c, (lu, piv), it, n_fac, status = _chord(
-            lambda c: residual(c, *args),
-            lambda c, factors: lu_factor(jacobian(c, *args)),
-            lambda factors, r: lu_solve(factors, r),
-            c0,
-            (lu, piv),
-            factor_first,
-            tol,
-            max_iter,
+        c, (lu, piv), it, n_fac, status = _dense_chord(
+            residual, jacobian, args, c0, (lu, piv), factor_first, tol, max_iter
         )
         x1 = x_net.at[at].set(c)
         return x1, z1, f(x1, z1, p), lu, piv, it, n_fac, status
@@ -251,34 +258,35 @@ _CONTROLLER_CACHE: weakref.WeakKeyDictionary[DAESystem, Any] = weakref.WeakKeyDi
 def compiled_controller_step(system: DAESystem, index: np.ndarray) -> tuple[Any, float]:
     """The AOT-compiled controller stage of ``system`` (controller states ``index``) and the
     compile seconds spent by this call."""
+    m = len(index)
+
+    def example():
+        x, z, scalar, p = _examples(system)
+        lu = (jnp.zeros((m, m), jnp.float64), jnp.zeros(m, jnp.int32))
+        return (x, z, x, scalar, p, x, z, *lu, jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
+
+    return _compiled_once(
+        _CONTROLLER_CACHE, system, lambda: _controller_step_function(system, index), example
+    )
+
+
+def _examples(system: DAESystem):
+    """Example (x, z, scalar, params) of ``system`` for lowering its step functions."""
+    x = jnp.asarray(system.x0, jnp.float64)
+    z = jnp.asarray(system.z0, jnp.float64)
+    return x, z, jnp.asarray(0.0, jnp.float64), as_device_params(system.params)
+
+
+def _compiled_once(cache, system: DAESystem, build, example) -> tuple[Any, float]:
+    """``build()`` AOT-compiled for ``example()``'s arguments, once per system in ``cache``;
+    returns it and the compile seconds spent by this call."""
     with _LOCK:
-        cached = _CONTROLLER_CACHE.get(system)
+        cached = cache.get(system)
         if cached is not None:
             return cached, 0.0
         start = time.perf_counter()
-        m = len(index)
-        x = jnp.asarray(system.x0, jnp.float64)
-        z = jnp.asarray(system.z0, jnp.float64)
-        scalar = jnp.asarray(0.0, jnp.float64)
-        compiled = (
-            jax.jit(_controller_step_function(system, index))
-            .lower(
-                x,
-                z,
-                x,
-                scalar,
-                as_device_params(system.params),
-                x,
-                z,
-                jnp.zeros((m, m), jnp.float64),
-                jnp.zeros(m, jnp.int32),
-                jnp.asarray(True),
-                scalar,
-                jnp.asarray(0, jnp.int32),
-            )
-            .compile()
-        )
-        _CONTROLLER_CACHE[system] = compiled
+        compiled = jax.jit(build()).lower(*example()).compile()
+        cache[system] = compiled
         return compiled, time.perf_counter() - start
 
 
@@ -292,15 +300,8 @@ def _step_function(system: DAESystem):
         args = (x0, f0, h, p, mask, frozen, bounds(x0, z0, p))
         w0 = jnp.concatenate([mask * (x0 + h * f0) + (1.0 - mask) * frozen, z0])
 
-        w, (lu, piv), it, n_fac, status = _chord(
-            lambda w: residual(w, *args),
-            lambda w, factors: lu_factor(jacobian(w, *args)),
-            lambda factors, r: lu_solve(factors, r),
-            w0,
-            (lu, piv),
-            factor_first,
-            tol,
-            max_iter,
+        w, (lu, piv), it, n_fac, status = _dense_chord(
+            residual, jacobian, args, w0, (lu, piv), factor_first, tol, max_iter
         )
         x1, z1 = w[:n_x], w[n_x:]
         return x1, z1, f(x1, z1, p), lu, piv, it, n_fac, status
@@ -314,35 +315,14 @@ _LOCK = threading.Lock()
 
 def compiled_step(system: DAESystem) -> tuple[Any, float]:
     """The AOT-compiled step of ``system`` and the compile seconds spent by this call."""
-    with _LOCK:
-        cached = _CACHE.get(system)
-        if cached is not None:
-            return cached, 0.0
-        start = time.perf_counter()
-        n = system.n_x + system.n_z
-        x = jnp.asarray(system.x0, jnp.float64)
-        z = jnp.asarray(system.z0, jnp.float64)
-        scalar = jnp.asarray(0.0, jnp.float64)
-        compiled = (
-            jax.jit(_step_function(system))
-            .lower(
-                x,
-                z,
-                x,
-                scalar,
-                as_device_params(system.params),
-                x,
-                x,
-                jnp.zeros((n, n), jnp.float64),
-                jnp.zeros(n, jnp.int32),
-                jnp.asarray(True),
-                scalar,
-                jnp.asarray(0, jnp.int32),
-            )
-            .compile()
-        )
-        _CACHE[system] = compiled
-        return compiled, time.perf_counter() - start
+    n = system.n_x + system.n_z
+
+    def example():
+        x, z, scalar, p = _examples(system)
+        lu = (jnp.zeros((n, n), jnp.float64), jnp.zeros(n, jnp.int32))
+        return (x, z, x, scalar, p, x, x, *lu, jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
+
+    return _compiled_once(_CACHE, system, lambda: _step_function(system), example)
 
 
 def run_step(compiled, *args) -> StepOutcome:
@@ -434,24 +414,11 @@ def _sparse_step_function(system: DAESystem, sparse: SparseStep):
 
 def _compiled_sparse(system: DAESystem, sparse: SparseStep) -> tuple[Any, float]:
     start = time.perf_counter()
-    x = jnp.asarray(system.x0, jnp.float64)
-    z = jnp.asarray(system.z0, jnp.float64)
-    scalar = jnp.asarray(0.0, jnp.float64)
+    x, z, scalar, p = _examples(system)
+    example = (x, z, x, scalar, p, x, x, sparse.handles, jnp.asarray(True), scalar)
     compiled = (
         jax.jit(_sparse_step_function(system, sparse))
-        .lower(
-            x,
-            z,
-            x,
-            scalar,
-            as_device_params(system.params),
-            x,
-            x,
-            sparse.handles,
-            jnp.asarray(True),
-            scalar,
-            jnp.asarray(0, jnp.int32),
-        )
+        .lower(*example, jnp.asarray(0, jnp.int32))
         .compile()
     )
     return compiled, time.perf_counter() - start
