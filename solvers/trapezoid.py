@@ -7,7 +7,9 @@ not move when a tolerance is nudged.
 
 ``trapezoid-delayed`` is the partitioned scheme of EMT programs: each step solves the network
 once, with the states named in ``DAESystem.controller_states`` held at their previous step's
-values (a one-step delay: the network sees the controllers' previous output), then advances
+values (a one-step delay; where a controller's output is algebraic in network states, as the
+grid-following inverter's converter voltage and PLL frequency are, that part still acts at
+once: docs/paper.md, emt_gfl), then advances
 the controller states alone by the trapezoidal rule with the new network solution held
 (``trapezoid_kernel.controller_residual``: a Newton system of the controller states only, no
 network unknown). The step's output point is (x with the new controller states, z of the
