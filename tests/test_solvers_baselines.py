@@ -204,7 +204,8 @@ def test_delayed_step_solves_the_network_once_with_the_previous_controllers():
     trapezoidal step with the controller states of the step before (the one-step delay), then
     the controller states alone solve theirs with that network solution held; nothing is
     solved again. Checked on every step of the inverter's perturbed start (emt_gfl: PLL, power
-    and current controllers), where holding the controllers changes the network's step."""
+    and current controllers), where holding the controllers changes the network's step; the
+    sparse path's network stage (KLU) gives the dense one's steps."""
     from models.disturbances import NoDisturbance
 
     system = build_system("emt_gfl")
@@ -234,6 +235,11 @@ def test_delayed_step_solves_the_network_once_with_the_previous_controllers():
     assert max(network_residual) < 1e-9, max(network_residual)
     assert max(controller_residual) < 1e-9, max(controller_residual)
     assert np.median(undelayed) > 1e3 * max(network_residual)  # the delay is real
+    # the sparse (KLU) network stage takes the same steps
+    sparse = solve(system, scenario, "trapezoid-delayed", dt=dt, linear_solver="sparse")
+    np.testing.assert_allclose(sparse.x, result.x, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sparse.z, result.z, rtol=0, atol=1e-12)
+    assert sparse.stats.newton_iterations == result.stats.newton_iterations
 
 
 def test_trapezoid_output_lies_on_the_step_grid_and_events(toy):
