@@ -63,63 +63,59 @@ GRID_EPS = 1e-9
 """Times closer than this fraction of dt are the same grid point (floating-point noise)."""
 
 
-class _Stage:
-    """The step of the states selected by ``mask`` and of z (the simultaneous step, or the
-    delayed scheme's network stage), and the factorization it carries between steps (dense: LU
-    factors passed in and out; sparse: KLU's numeric factorization kept in the step's handle);
-    refactored when h or the segment changes, or when the chord iteration slows."""
+class _Carried:
+    """The factorization a stage carries between steps (dense LU factors passed in and out of
+    its compiled step) and the step h it was taken at: refactored when h or the segment
+    changes (``stale``), or inside the step when the chord iteration slows."""
 
-    def __init__(self, system: DAESystem, step, mask: np.ndarray, sparse: bool) -> None:
-        n = system.n_x + system.n_z
-        self.mask = jnp.asarray(mask)
-        self.sparse = SparseStep(system) if sparse else None
-        self.step = step
-        dense_n = 0 if sparse else n  # the sparse step keeps its factors in its KLU handle
-        self.lu = jnp.zeros((dense_n, dense_n), jnp.float64)
-        self.piv = jnp.zeros(dense_n, jnp.int32)
+    def __init__(self, n: int) -> None:
+        self.lu = jnp.zeros((n, n), jnp.float64)
+        self.piv = jnp.zeros(n, jnp.int32)
         self.h: float | None = None
-
-    @property
-    def compile_seconds(self) -> float:
-        return self.sparse.compile_seconds if self.sparse is not None else 0.0
 
     def stale(self, h: float) -> bool:
         return self.h is None or abs(h - self.h) > GRID_EPS * h
-
-    def advance(self, x, z, f, h: float, p, x_held, z_held, tol, max_iter):
-        """The step from (x, z, f) over h; the states outside the mask stay at ``x_held``
-        (``z_held``, the z the iteration starts from, is the step start's z here)."""
-        args = (jnp.asarray(x), jnp.asarray(z), jnp.asarray(f), jnp.asarray(h), p, self.mask)
-        refactor = jnp.asarray(self.stale(h))
-        if self.sparse is not None:
-            return self.sparse(*args, jnp.asarray(x_held), refactor, tol, max_iter)
-        held = jnp.asarray(x_held)
-        return run_step(self.step, *args, held, self.lu, self.piv, refactor, tol, max_iter)
 
     def accept(self, out, h: float) -> None:
         self.lu, self.piv, self.h = out.lu, out.piv, h
 
 
-class _ControllerStage(_Stage):
+class _Stage(_Carried):
+    """The step of the states selected by ``mask`` and of z: the simultaneous step, or the
+    delayed scheme's network stage (sparse: KLU's numeric factorization stays in the step's
+    handle instead of the dense factors)."""
+
+    def __init__(self, system: DAESystem, step, mask: np.ndarray, sparse: bool) -> None:
+        self.mask = jnp.asarray(mask)
+        self.sparse = SparseStep(system) if sparse else None
+        self.step = step
+        super().__init__(0 if sparse else system.n_x + system.n_z)
+        self.compile_seconds = self.sparse.compile_seconds if self.sparse is not None else 0.0
+
+    def advance(self, x, z, f, h: float, p, x_held, z_held, tol, max_iter):
+        """The step from (x, z, f) over h; the states outside the mask stay at ``x_held``
+        (``z_held`` is not used: this stage solves z)."""
+        args = (jnp.asarray(x), jnp.asarray(z), jnp.asarray(f), jnp.asarray(h), p, self.mask)
+        refactor = jnp.asarray(self.stale(h))
+        held = jnp.asarray(x_held)
+        if self.sparse is not None:
+            return self.sparse(*args, held, refactor, tol, max_iter)
+        return run_step(self.step, *args, held, self.lu, self.piv, refactor, tol, max_iter)
+
+
+class _ControllerStage(_Carried):
     """The delayed scheme's controller stage: the controller states alone, with the network
     stage's x and z held (``trapezoid_kernel.controller_residual``); its dense LU is of the
     controller states' size."""
 
     def __init__(self, system: DAESystem, index: np.ndarray) -> None:
-        self.step, self.seconds = compiled_controller_step(system, index)
-        self.sparse = None
-        self.lu = jnp.zeros((len(index), len(index)), jnp.float64)
-        self.piv = jnp.zeros(len(index), jnp.int32)
-        self.h = None
-
-    @property
-    def compile_seconds(self) -> float:
-        return self.seconds
+        self.step, self.compile_seconds = compiled_controller_step(system, index)
+        super().__init__(len(index))
 
     def advance(self, x, z, f, h: float, p, x_held, z_held, tol, max_iter):
-        refactor = jnp.asarray(self.stale(h))
         args = (jnp.asarray(x), jnp.asarray(z), jnp.asarray(f), jnp.asarray(h), p)
         held = (jnp.asarray(x_held), jnp.asarray(z_held))
+        refactor = jnp.asarray(self.stale(h))
         return run_step(self.step, *args, *held, self.lu, self.piv, refactor, tol, max_iter)
 
 

@@ -178,6 +178,11 @@ def _horizon_function(system: DAESystem, method: str = "trapezoid"):
             w0, inverse, stale, tol, max_iter, done=done,
         )  # fmt: skip
 
+    def counted(work, members, it, n_fac):
+        """A stage's Newton iterations, factorizations and f evaluations (one per iteration
+        and one after) added to ``members``' counters, as the solo loop counts them."""
+        return work.at[:3].add(jnp.where(members, jnp.stack([it, n_fac, it + 1]), 0))
+
     def network_stage(x, z, fx, h, p, lim, *iteration):
         args = (x, fx, h, p, mask, x, lim)
         w0 = jnp.concatenate([mask * (x + h[:, None] * fx) + (1.0 - mask) * x, z], axis=1)
@@ -231,18 +236,14 @@ def _horizon_function(system: DAESystem, method: str = "trapezoid"):
             x1, z1, inv_net, it, n_fac, status = network_stage(
                 x, z, fx, h, p, lim, inverse[0], stale, tol, max_iter, ~active
             )
-            work = work.at[0].add(jnp.where(active, it, 0))
-            work = work.at[1].add(jnp.where(active, n_fac, 0))
-            work = work.at[2].add(jnp.where(active, it + 1, 0))
+            work = counted(work, active, it, n_fac)
             converged = active & (status == CONVERGED)
             inverse_n = (inv_net,)
             if delayed:
                 x1, z1, inv_c, it, n_fac, status = controller_stage(
                     x, fx, h, p, lim, x1, z1, inverse[1], stale, tol, max_iter, ~converged
                 )
-                work = work.at[0].add(jnp.where(converged, it, 0))
-                work = work.at[1].add(jnp.where(converged, n_fac, 0))
-                work = work.at[2].add(jnp.where(converged, it + 1, 0))
+                work = counted(work, converged, it, n_fac)
                 converged = converged & (status == CONVERGED)
                 inverse_n = (inv_net, inv_c)
             f1 = f_b(x1, z1, p)

@@ -415,10 +415,7 @@ def _sparse_step_function(system: DAESystem, sparse: SparseStep):
 def _compiled_sparse(system: DAESystem, sparse: SparseStep) -> tuple[Any, float]:
     start = time.perf_counter()
     x, z, scalar, p = _examples(system)
-    example = (x, z, x, scalar, p, x, x, sparse.handles, jnp.asarray(True), scalar)
-    compiled = (
-        jax.jit(_sparse_step_function(system, sparse))
-        .lower(*example, jnp.asarray(0, jnp.int32))
-        .compile()
-    )
+    flags = (jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
+    example = (x, z, x, scalar, p, x, x, sparse.handles, *flags)
+    compiled = jax.jit(_sparse_step_function(system, sparse)).lower(*example).compile()
     return compiled, time.perf_counter() - start
