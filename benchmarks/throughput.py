@@ -273,7 +273,7 @@ def services(phase_rows: list[dict], n_messages: int = 500) -> dict:
     the phases; each service's saturation worker count."""
     from raptorgrid.celery_app import create_celery
     from raptorgrid.queueing import enqueue_runs
-    from raptorgrid.zarr_store import result_dataset, write_block, write_run
+    from raptorgrid.zarr_store import run_arrays, write_block, write_run
 
     out: dict = {"load": load_average()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -294,7 +294,7 @@ def services(phase_rows: list[dict], n_messages: int = 500) -> dict:
         out["broker_send_per_s"] = n_messages / send
         out["broker_receive_per_s"] = n_messages / recv
         result = _example_result()
-        dataset = result_dataset(result, {"run_id": 1})
+        dataset = run_arrays(result, {"run_id": 1})
         write_run(Path(tmp), 1, 0, dataset)
         start = time.perf_counter()
         for i in range(1, 41):

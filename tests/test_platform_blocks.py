@@ -47,8 +47,8 @@ def test_a_batch_is_one_block_and_reads_back_as_runs_written_alone(
         assert execute_run(run_id, worker="t", ctx=context) == "succeeded"
 
     store = campaign_store(sqlite_settings.zarr_root, batched)
-    blocks = [p for p in (store / BLOCKS).iterdir() if p.is_dir()]
-    assert len(blocks) == 1  # six short runs, well under result_flush_seconds
+    blocks = [p for p in (store / BLOCKS).iterdir() if p.suffix == ".zip"]
+    assert len(blocks) == 1 and blocks[0].is_file()  # six short runs: one block, one zip file
     for run_id in batched_ids:  # each run's group is a pointer into the block
         pointer = json.loads((store / f"run_{run_id}" / "zarr.json").read_text())
         assert pointer["attributes"]["block"] == f"{BLOCKS}/{blocks[0].name}"

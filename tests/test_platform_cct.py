@@ -9,7 +9,6 @@ from raptorgrid import repository as repo
 from raptorgrid.repository.cct import cct_table
 from raptorgrid.spec import CampaignCreate, SpecError, expand
 from raptorgrid.tables import Run, RunMetrics, utcnow
-from raptorgrid.zarr_store import result_dataset
 from sqlalchemy import select
 
 from workers.runner import WorkerContext, execute_batch
@@ -57,7 +56,7 @@ def stable_at(duration: float, fault: dict = FAULT) -> bool:
     fault = TypeAdapter(Disturbance).validate_python(cleared)
     scenario = make_scenario(system, fault, t_end=SPEC["t_end"], n_eval=SPEC["n_eval"])
     result = solve(system, scenario, "radau", rtol=1e-6)
-    return stability_indicators(result_dataset(result)).stable
+    return stability_indicators(result).stable
 
 
 @pytest.mark.slow

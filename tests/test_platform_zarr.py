@@ -105,7 +105,7 @@ def test_a_block_is_made_durable_by_one_filesystem_sync(tmp_path: Path, monkeypa
     read back the same runs."""
     flushed: list[Path] = []
     monkeypatch.setattr(zs, "_fsync_tree", lambda root: flushed.append(root))
-    runs = [(k, zs.result_dataset(fake_result(seed=k), attrs={"run_id": k})) for k in (1, 2, 3)]
+    runs = [(k, zs.run_arrays(fake_result(seed=k), attrs={"run_id": k})) for k in (1, 2, 3)]
     assert zs._sync_filesystem(tmp_path), "syncfs(2) is expected on Linux"
     zs.write_block(str(tmp_path / "a"), 1, runs, fsync=True)
     assert flushed == []
@@ -115,7 +115,7 @@ def test_a_block_is_made_durable_by_one_filesystem_sync(tmp_path: Path, monkeypa
     for run_id, dataset in runs:
         for root in ("a", "b"):
             stored = zs.open_run(str(tmp_path / root), 1, run_id).load()
-            np.testing.assert_array_equal(stored["x"].values, dataset["x"].values)
+            np.testing.assert_array_equal(stored["x"].values, dataset["x"])
 
 
 def test_arrays_above_the_chunk_limit_are_split_and_read_back_whole(

@@ -13,6 +13,8 @@ from raptorgrid.tables import Run, RunMetrics, ScenarioIndicators, utcnow
 from raptorgrid.zarr_store import open_run
 from sqlalchemy import select
 
+from solvers.result import SolveResult, Stats
+from solvers.status import RunStatus
 from workers.runner import WorkerContext, execute_run
 
 SCORED_SPEC = {
@@ -157,25 +159,24 @@ def test_run_finishing_last_is_scored_and_concurrent_writes_count_once(scored) -
     assert {r.id: m for r, m in _rows(ctx, campaign_id)}[second].state_error != 9.9
 
 
-def test_indicators_by_name() -> None:
-    import xarray as xr
+def _trajectory(x: np.ndarray, y: np.ndarray, events: list[dict] | None = None) -> SolveResult:
+    """A result on 11 grid points with the indicators' named states and outputs."""
+    return SolveResult(
+        status=RunStatus.SUCCEEDED, message="", method="test", options={}, stats=Stats(),
+        state_names=("delta[a]", "delta[b]", "omega[a]", "omega[b]"), alg_names=(),
+        output_names=("V[1]", "V[2]", "omega[a]", "omega[b]"),
+        t=np.zeros(0), x=np.zeros((0, 4)), z=np.zeros((0, 0)), t_eval=np.linspace(0, 1, 11),
+        x_eval=x, z_eval=np.zeros((11, 0)), y_eval=y, events=events or [],
+    )  # fmt: skip
 
-    t = np.linspace(0, 1, 11)
+
+def test_indicators_by_name() -> None:
     delta = np.stack([np.zeros(11), np.radians(np.linspace(0, 400, 11))], axis=1)
     volts = np.ones((11, 2))
     volts[3:6, 1] = [0.5, 0.7, 0.95]
     volts[6, 1] = 0.85
-    ds = xr.Dataset(
-        {
-            "x": (("time", "state"), np.hstack([delta, np.ones((11, 2))])),
-            "y": (("time", "output"), np.hstack([volts, 1 - 0.01 * delta])),
-        },
-        coords={
-            "time": t,
-            "state": ["delta[a]", "delta[b]", "omega[a]", "omega[b]"],
-            "output": ["V[1]", "V[2]", "omega[a]", "omega[b]"],
-        },
-    )
+    x, y = np.hstack([delta, np.ones((11, 2))]), np.hstack([volts, 1 - 0.01 * delta])
+    ds = _trajectory(x, y)
     ind = stability_indicators(ds, f_hz=50.0)
     assert ind.max_angle_spread_deg == pytest.approx(400.0) and not ind.stable
     assert (ind.min_voltage_pu, ind.min_voltage_t) == (0.5, pytest.approx(0.3))
@@ -188,16 +189,15 @@ def test_indicators_by_name() -> None:
     assert tsi(ind.severity) == pytest.approx(100 * (360 - 400) / (360 + 400))
     # a cleared fault whose machines separate by 200 deg and swing back is stable (TSI > 0),
     # whatever its voltage dip: the dip is reported beside the index, not mixed into it
-    swing = ds.copy(deep=True)
-    swing["x"].values[:, 1] = np.radians(np.concatenate([np.linspace(0, 200, 6),
-                                                         np.linspace(160, 0, 5)]))  # fmt: skip
-    back = stability_indicators(swing, f_hz=50.0)
+    swung = x.copy()
+    swung[:, 1] = np.radians(np.concatenate([np.linspace(0, 200, 6), np.linspace(160, 0, 5)]))
+    back = stability_indicators(_trajectory(swung, y), f_hz=50.0)
     assert back.stable and back.severity == pytest.approx(200 / 360) and tsi(back.severity) > 0
     # a generator trip: the tripped machine (b) runs away unloaded; out of service, it leaves
     # the angle separation and the centre of inertia (a branch trip's label changes nothing)
-    tripped = ds.assign_attrs(events='[{"time": 0.1, "label": "trip b"}]')
+    tripped = _trajectory(x, y, [{"time": 0.1, "label": "trip b"}])
     out = stability_indicators(tripped, f_hz=50.0)
     assert out.stable and out.max_angle_spread_deg == 0.0
     assert out.frequency_nadir_hz == pytest.approx(50.0)  # omega[a] = 1 throughout
-    line = ds.assign_attrs(events='[{"time": 0.1, "label": "trip br_1_2"}]')
+    line = _trajectory(x, y, [{"time": 0.1, "label": "trip br_1_2"}])
     assert stability_indicators(line, f_hz=50.0).max_angle_spread_deg == pytest.approx(400.0)

@@ -239,6 +239,31 @@ def test_pivots_follow_many_runs_of_one_configuration(any_db, small_spec, tmp_pa
     assert fast[0].runs == 41 and fast[0].succeeded == 41
 
 
+def test_pivots_follow_blocks_of_runs_finished_together(any_db, small_spec, tmp_path) -> None:
+    """A worker's block finishes several runs in one transaction: each pivot then moves by
+    several places in one step; after every block (sizes 1 to 9, colliding values) the pivots
+    are where ``percentile_cont`` puts them."""
+    db, rng = any_db, random.Random(5)
+    small_spec["methods"] = [{"method": "radau", "options": {"rtol": [1e-3]}}]
+    campaign_id, run_ids = make_campaign(db, small_spec, tmp_path, count=61)
+    radau = run_ids[1::2]
+    while radau:
+        size = rng.randint(1, 9)
+        block, radau = radau[:size], radau[size:]
+        finishes = []
+        for run_id in block:
+            value = rng.choice([0.125, 0.25, 0.5, 1.0]) * rng.choice([1, 1, 3])
+            finishes.append(
+                repo.Finish(run_id, claim(db, run_id).attempt, RunStatus.SUCCEEDED,
+                            metrics=metrics(value + 0.5, value, 10))
+            )  # fmt: skip
+        with db.write() as session:
+            repo.finish_runs(session=session, finishes=finishes, now=utcnow())
+        fast, slow = both(db, campaign_id, Filters())
+        assert fast == slow
+    assert fast[0].runs == 61 and fast[0].succeeded == 61
+
+
 def test_migration_backfills_the_totals(sqlite_settings, small_spec, tmp_path) -> None:
     """A database with finished and scored runs at 0005, upgraded: totals and copies filled."""
     config = migrate.alembic_config(sqlite_settings)

@@ -52,7 +52,8 @@ def vector_config(ctx: WorkerContext, run_ids: list[int]) -> dict[int, repo.RunI
 
     def read(ids: list[int]) -> list[repo.RunInputs]:
         with ctx.db.read() as session:
-            return [repo.run_inputs(session=session, run_id=r) for r in ids]
+            found = repo.runs_inputs(session=session, run_ids=ids)
+            return [found[r] for r in ids]
 
     try:  # the first run decides whether the method batches here (most do not): one read
         (first,) = with_db_retry(lambda: read(run_ids[:1]), settings=ctx.settings,
@@ -142,26 +143,23 @@ def execute_together(
     records = {run_id: {} for run_id in run_ids}
     started = time.perf_counter()
 
-    def claim_all() -> list[repo.Claim | None]:
-        with ctx.db.write() as session:  # one transaction for the batch
-            return [
-                repo.claim_run(
-                    session=session,
-                    run_id=run_id,
-                    worker=worker,
-                    now=utcnow(),
-                    lease_seconds=ctx.settings.lease_seconds,
-                    max_attempts=ctx.settings.max_attempts,
-                )
-                for run_id in run_ids
-            ]
+    def claim_all() -> dict[int, repo.Claim]:
+        with ctx.db.write() as session:  # one statement for the batch
+            return repo.claim_runs(
+                session=session,
+                run_ids=run_ids,
+                worker=worker,
+                now=utcnow(),
+                lease_seconds=ctx.settings.lease_seconds,
+                max_attempts=ctx.settings.max_attempts,
+            )
 
     claimed = with_db_retry(claim_all, settings=ctx.settings, what=f"batch {run_ids} claims")
-    claims = [c for c in claimed if c is not None]
+    claims = [claimed[run_id] for run_id in run_ids if run_id in claimed]
     share = (time.perf_counter() - started) / len(run_ids)
-    for run_id, claim in zip(run_ids, claimed, strict=True):
+    for run_id in run_ids:
         records[run_id]["claim"] = share
-        if claim is None:
+        if run_id not in claimed:
             outcomes[run_id] = "skipped"
     if not claims:
         return outcomes

@@ -28,6 +28,7 @@ from raptorgrid.repository.runs import (
     LeaseState,
     RunInputs,
     claim_run,
+    claim_runs,
     finish_run,
     finish_runs,
     get_run,
@@ -36,6 +37,7 @@ from raptorgrid.repository.runs import (
     renew_lease,
     renew_leases,
     run_inputs,
+    runs_inputs,
     succeeded_runs,
 )
 
@@ -49,6 +51,7 @@ __all__ = [
     "bump_stats_version",
     "cancel_campaign",
     "claim_run",
+    "claim_runs",
     "create_campaign",
     "delete_campaign",
     "find_by_idempotency_key",
@@ -66,6 +69,7 @@ __all__ = [
     "requeue_expired",
     "run_counts",
     "run_inputs",
+    "runs_inputs",
     "stale_queued",
     "succeeded_runs",
 ]

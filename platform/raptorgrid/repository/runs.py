@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select, tuple_, update
+from sqlalchemy import and_, case, cast, func, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -114,12 +114,35 @@ def claim_run(
     lease_seconds: float,
     max_attempts: int,
 ) -> Claim | None:
-    """Claim a queued run, or a running one whose lease expired; None when another holds it,
-    it is final, or it has used its attempts. One conditional UPDATE: never two claimants."""
+    """``claim_runs`` of one run: its claim, or None when it cannot be claimed."""
+    return claim_runs(
+        session=session,
+        run_ids=[run_id],
+        worker=worker,
+        now=now,
+        lease_seconds=lease_seconds,
+        max_attempts=max_attempts,
+    ).get(run_id)
+
+
+def claim_runs(
+    *,
+    session: Session,
+    run_ids: list[int],
+    worker: str,
+    now: datetime,
+    lease_seconds: float,
+    max_attempts: int,
+) -> dict[int, Claim]:
+    """Claim each run that is queued, or running with an expired lease, and has attempts left;
+    returns the claims by run id (runs held by another attempt, final or out of attempts are
+    absent). One conditional UPDATE whatever the number of runs: never two claimants."""
+    if not run_ids:
+        return {}
     claimed = session.execute(
         update(Run)
         .where(
-            Run.id == run_id,
+            Run.id.in_(run_ids),
             Run.attempts < max_attempts,
             or_(
                 Run.status == RunStatus.QUEUED.value,
@@ -136,37 +159,63 @@ def claim_run(
             message="",
             traceback=None,
         )
-        .returning(Run.attempts)
+        .returning(Run.id, Run.attempts)
         .execution_options(**_NO_SYNC)
     )
-    attempt = claimed.scalar_one_or_none()
-    if attempt is None:
-        return None
-    return Claim(run_id=run_id, attempt=attempt, worker=worker)
+    return {run_id: Claim(run_id, attempt, worker) for run_id, attempt in claimed.all()}
 
 
 def run_inputs(*, session: Session, run_id: int) -> RunInputs:
-    run, scenario, campaign = session.execute(
-        select(Run, ScenarioRow, Campaign)
+    """``runs_inputs`` of one run (LookupError when it does not exist)."""
+    inputs = runs_inputs(session=session, run_ids=[run_id])
+    if run_id not in inputs:
+        raise LookupError(f"run {run_id} does not exist")
+    return inputs[run_id]
+
+
+def runs_inputs(*, session: Session, run_ids: list[int]) -> dict[int, RunInputs]:
+    """What a worker needs to solve each run (by run id; one query, the columns only)."""
+    if not run_ids:
+        return {}
+    rows = session.execute(
+        select(
+            Run.id,
+            Run.method,
+            Run.options,
+            Run.clearing_time,
+            ScenarioRow.disturbance,
+            ScenarioRow.ic_seed,
+            ScenarioRow.ic_spread,
+            ScenarioRow.label,
+            Campaign.id,
+            Campaign.status,
+            Campaign.network,
+            Campaign.t_end,
+            Campaign.n_eval,
+        )
         .join(ScenarioRow, ScenarioRow.id == Run.scenario_id)
         .join(Campaign, Campaign.id == Run.campaign_id)
-        .where(Run.id == run_id)
-    ).one()
-    return RunInputs(
-        run_id=run.id,
-        campaign_id=campaign.id,
-        campaign_status=campaign.status,
-        network=campaign.network,
-        t_end=campaign.t_end,
-        n_eval=campaign.n_eval,
-        method=run.method,
-        options=dict(run.options),
-        disturbance=_probed(dict(scenario.disturbance), run.clearing_time),
-        ic_seed=scenario.ic_seed,
-        ic_spread=scenario.ic_spread,
-        scenario_label=scenario.label,
-        clearing_time=run.clearing_time,
-    )
+        .where(Run.id.in_(run_ids))
+    ).all()
+    return {
+        run_id: RunInputs(
+            run_id=run_id,
+            campaign_id=campaign_id,
+            campaign_status=status,
+            network=network,
+            t_end=t_end,
+            n_eval=n_eval,
+            method=method,
+            options=dict(options),
+            disturbance=_probed(dict(disturbance), clearing_time),
+            ic_seed=ic_seed,
+            ic_spread=ic_spread,
+            scenario_label=label,
+            clearing_time=clearing_time,
+        )
+        for (run_id, method, options, clearing_time, disturbance, ic_seed, ic_spread, label,
+             campaign_id, status, network, t_end, n_eval) in rows
+    }  # fmt: skip
 
 
 def _probed(disturbance: dict[str, Any], clearing_time: float | None) -> dict[str, Any]:
@@ -243,7 +292,7 @@ def renew_leases(
 
 
 def _upsert_metrics(session: Session, rows: list[dict[str, Any]]) -> None:
-    """Insert or replace metrics rows, in one statement."""
+    """Insert or replace metrics rows (one executemany of one cached statement)."""
     dialect = session.get_bind().dialect.name
     insert = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}.get(dialect)
     if insert is None:  # portable fallback: the finishing transaction holds the run rows
@@ -251,12 +300,12 @@ def _upsert_metrics(session: Session, rows: list[dict[str, Any]]) -> None:
             session.merge(RunMetrics(**values))
         return
     by_keys: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for values in rows:  # one multi-row statement per set of columns given
+    for values in rows:  # one executemany per set of columns given (its statement cached)
         by_keys.setdefault(tuple(sorted(values)), []).append(values)
     for keys, group in by_keys.items():
-        stmt = insert(RunMetrics).values(group)
+        stmt = insert(RunMetrics.__table__)
         updates = {k: stmt.excluded[k] for k in keys if k != "run_id"}
-        session.execute(stmt.on_conflict_do_update(index_elements=["run_id"], set_=updates))
+        session.execute(stmt.on_conflict_do_update(index_elements=["run_id"], set_=updates), group)
 
 
 @dataclass(frozen=True)
@@ -289,27 +338,37 @@ def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> l
             raise ValueError(f"finish_runs needs final statuses, not {f.status.value!r}")
         if f.metrics is not None and set(METRIC_FIELDS) - set(f.metrics):
             raise ValueError(f"metrics lack {sorted(set(METRIC_FIELDS) - set(f.metrics))}")
-    recorded: list[Finish] = []
-    for f in finishes:
-        done = session.execute(
+
+    def each(column: Any, value: Any) -> Any:
+        """The run's own value: CAST(CASE runs.id WHEN <id> THEN ... END AS <column type>),
+        typed, since a CASE of NULLs alone is text to PostgreSQL."""
+        return cast(case({f.run_id: value(f) for f in finishes}, value=Run.id), column.type)
+
+    done = set(
+        session.scalars(
             update(Run)
             .where(
-                Run.id == f.run_id, Run.attempts == f.attempt, Run.status == RunStatus.RUNNING.value
-            )  # fmt: skip
+                tuple_(Run.id, Run.attempts).in_([(f.run_id, f.attempt) for f in finishes]),
+                Run.status == RunStatus.RUNNING.value,
+            )
             .values(
-                status=f.status.value,
-                reason=f.reason,
-                message=f.message,
-                traceback=f.traceback,
-                zarr_group=f.zarr_group,
+                status=each(Run.status, lambda f: f.status.value),
+                reason=each(Run.reason, lambda f: f.reason),
+                message=each(Run.message, lambda f: f.message),
+                traceback=each(Run.traceback, lambda f: f.traceback),
+                zarr_group=each(Run.zarr_group, lambda f: f.zarr_group),
                 lease_until=None,
                 finished_at=now,
-                metric_solve_seconds=None if f.metrics is None else f.metrics.get("solve_seconds"),
+                metric_solve_seconds=each(
+                    Run.metric_solve_seconds,
+                    lambda f: None if f.metrics is None else f.metrics.get("solve_seconds"),
+                ),
             )
+            .returning(Run.id)
             .execution_options(**_NO_SYNC)
         )
-        if done.rowcount == 1:
-            recorded.append(f)
+    )  # one statement for the block: only attempts still running under their claim
+    recorded = [f for f in finishes if f.run_id in done]
     rows = session.execute(
         select(Run.id, Run.campaign_id, Run.search_id).where(
             Run.id.in_([f.run_id for f in finishes])

@@ -20,9 +20,10 @@ totals rows (rows inserted directly, as some tests do) is aggregated from its ru
 Percentiles (``percentile_cont``, exact): per percentile q a *pivot*, the (value, run id) at
 rank floor(q (n - 1)) of the configuration's n measured runs ordered by (value, id) (the runs
 copy the value: ``runs.metric_solve_seconds``, in the order of
-``ix_runs_config_*``). Adding a run moves that rank by at most one and the pivot's own rank
-by at most one, so the pivot moves at most one index step (``_moved``); a reader needs the
-pivot and the one entry after it.
+``ix_runs_config_*``). Adding k runs moves that rank by at most k and the pivot's own rank
+by the number of them ordered below it, so the pivot moves by the difference: one indexed
+query with that offset per block of runs (``_moved``; was one query per run); a reader needs
+the pivot and the one entry after it.
 """
 
 from __future__ import annotations
@@ -104,21 +105,14 @@ def _matching(table: Any, key: Key) -> list[Any]:
 
 
 def _step(
-    session: Session,
-    key: Key,
-    column: str,
-    pivot: tuple[float, int],
-    forward: bool,
-    pending: set[int],
+    session: Session, key: Key, column: str, pivot: tuple[float, int], shift: int
 ) -> tuple[float, int]:
-    """The entry right after (or before) ``pivot`` in the configuration's (value, id) order,
-    skipping ``pending`` runs (in the index, not yet in the totals)."""
+    """The entry ``shift`` places after (or, negative, before) ``pivot`` in the
+    configuration's (value, id) order: one indexed query whatever the shift."""
     col = getattr(Run, column)
     at = tuple_(literal(pivot[0], Float), literal(pivot[1]))
     where = [*_matching(Run, key), col.is_not(None)]
-    if pending:
-        where.append(Run.id.not_in(pending))
-    if forward:
+    if shift > 0:
         query = select(col, Run.id).where(*where, tuple_(col, Run.id) > at).order_by(col, Run.id)
     else:
         query = (
@@ -126,7 +120,7 @@ def _step(
             .where(*where, tuple_(col, Run.id) < at)
             .order_by(col.desc(), Run.id.desc())
         )
-    value, run_id = session.execute(query.limit(1)).one()
+    value, run_id = session.execute(query.limit(1).offset(abs(shift) - 1)).one()
     return float(value), int(run_id)
 
 
@@ -137,18 +131,21 @@ def _moved(
     q: float,
     n: int,
     pivot: tuple[float, int] | None,
-    new: tuple[float, int],
-    pending: set[int],
-) -> tuple[float, int]:
-    """The pivot of quantile ``q`` after ``new`` joins the ``n`` entries ``pivot`` ranks
-    (``new`` is already in the index)."""
-    if pivot is None or n == 0:
-        return new
-    below = rank(q, n) + (_order(*new) < _order(*pivot))  # the pivot's rank now
-    shift = rank(q, n + 1) - below  # -1, 0 or 1
+    new: list[tuple[float, int]],
+) -> tuple[float, int] | None:
+    """The pivot of quantile ``q`` after the entries ``new`` join the ``n`` entries ``pivot``
+    ranks (``new`` are already in the index): from the pivot's rank among all of them, one
+    step of the needed length (a worker's block of runs moves each pivot once)."""
+    if not new:
+        return pivot
+    total = n + len(new)
+    if pivot is None or n == 0:  # the new entries are all there is
+        return sorted(new, key=lambda e: _order(*e))[rank(q, total)]
+    below = rank(q, n) + sum(_order(*e) < _order(*pivot) for e in new)  # the pivot's rank now
+    shift = rank(q, total) - below
     if shift == 0:
         return pivot
-    return _step(session, key, column, pivot, shift > 0, pending)
+    return _step(session, key, column, pivot, shift)
 
 
 def _write(session: Session, key: Key, values: dict[str, Any]) -> None:
@@ -235,19 +232,19 @@ def add_final(*, session: Session, run_ids: list[int]) -> None:
     """Add runs that just reached a final status (their metrics and copies written) to their
     configurations' totals. Call with the campaign row locked (``record_final``)."""
     rows = _runs_with_totals(session, run_ids)
-    pending = {r.id for r in rows}
     current: dict[Key, dict[str, Any]] = {}
+    measured_before: dict[Key, int] = {}
+    new: dict[tuple[Key, str], list[tuple[float, int]]] = {}
     for r in rows:
-        pending.discard(r.id)
         key: Key = (r.campaign_id, r.method, r.config_label, bool(r.is_reference))
         if r.t_first_run is None:  # a campaign without totals
             continue
         t = current.setdefault(key, {c.name: getattr(r, f"t_{c.name}") for c in TOTALS})
+        measured_before.setdefault(key, t["measured"])
         t["succeeded"] += int(r.status == SUCCEEDED)
         t["failed"] += int(r.status == FAILED)
         if r.measured is not None:
-            n = t["measured"]
-            t["measured"] = n + 1
+            t["measured"] += 1
             t["sum_accepted"] += r.accepted
             t["sum_rejected"] += r.rejected
             t["sum_newton_iterations"] += r.newton_iterations
@@ -255,12 +252,16 @@ def add_final(*, session: Session, run_ids: list[int]) -> None:
             t["sum_overhead_seconds"] += r.overhead_seconds
             t["min_accepted"] = _least(t["min_accepted"], r.accepted)
             t["max_accepted"] = _greatest(t["max_accepted"], r.accepted)
-            for name, (column, q) in PIVOTS.items():
-                pivot = None if t[name] is None else (t[name], t[f"{name}_run"])
-                new = (getattr(r, column), r.id)
-                t[name], t[f"{name}_run"] = _moved(session, key, column, q, n, pivot, new, pending)
-            _add_score(t, r.status, r)
+            for name, (column, _) in PIVOTS.items():
+                new.setdefault((key, name), []).append((getattr(r, column), r.id))
+        _add_score(t, r.status, r)
     for key, t in current.items():
+        for name, (column, q) in PIVOTS.items():
+            pivot = None if t[name] is None else (t[name], t[f"{name}_run"])
+            moved = _moved(session, key, column, q, measured_before[key], pivot,
+                           new.get((key, name), []))  # fmt: skip
+            if moved is not None:
+                t[name], t[f"{name}_run"] = moved
         _write(session, key, t)
 
 

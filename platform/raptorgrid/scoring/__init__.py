@@ -1,5 +1,6 @@
 """Scoring: each run against its scenario's reference (accuracy, qualification), and stability
-indicators per scenario. ``indicators`` and ``accuracy_of`` are pure functions of Zarr datasets;
+indicators per scenario. ``indicators`` (of a run's result) and ``accuracy_of`` (of two stored
+runs) are pure functions;
 ``score`` writes them to SQL once, triggered by whichever of run and reference finishes last."""
 
 from raptorgrid.scoring.indicators import STABILITY_CRITERION, Indicators, stability_indicators

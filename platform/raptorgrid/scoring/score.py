@@ -47,8 +47,9 @@ class ScoreOutcome:
 
 
 def result_from_dataset(ds: xr.Dataset) -> SolveResult:
-    """A stored run as a ``SolveResult`` on its evaluation grid (what ``solvers.metrics``
-    reads); the accepted-advance arrays are included, the stats are not stored in Zarr."""
+    """A stored run as a ``SolveResult`` on its evaluation grid (what ``solvers.metrics`` and
+    the indicators read); the accepted-advance arrays and events are included, the stats are
+    not stored in Zarr."""
     names = {dim: tuple(str(n) for n in ds[dim].values) for dim in ("state", "algebraic", "output")}
     return SolveResult(
         status=RunStatus(ds.attrs.get("status", "succeeded")),
@@ -66,6 +67,7 @@ def result_from_dataset(ds: xr.Dataset) -> SolveResult:
         x_eval=np.asarray(ds["x"].values),
         z_eval=np.asarray(ds["z"].values),
         y_eval=np.asarray(ds["y"].values),
+        events=json.loads(ds.attrs.get("events") or "[]"),
     )
 
 
@@ -120,35 +122,29 @@ def write_scores(
     return written
 
 
-def _write_indicators(
-    session: Session,
-    *,
-    scenario_id: int,
-    campaign_id: int,
-    run_id: int,
-    reference: bool,
-    values: dict[str, Any],
-) -> bool:
-    """Insert the scenario's indicators; a reference replaces those of an ordinary run."""
-    row = {
-        "scenario_id": scenario_id,
-        "campaign_id": campaign_id,
-        "run_id": run_id,
-        "from_reference": reference,
-        **values,
-    }
+def _write_indicators(session: Session, rows: list[dict[str, Any]]) -> list[int]:
+    """Insert scenarios' indicators (rows of ``scenario_indicators``); a reference's replace
+    those of an ordinary run. Returns the scenarios written. Two statements whatever the
+    number of rows (the references', the others')."""
     dialect = session.get_bind().dialect.name
     insert = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}[dialect]
-    stmt = insert(ScenarioIndicators).values(**row)
-    if reference:
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["scenario_id"],
-            set_={k: stmt.excluded[k] for k in row if k != "scenario_id"},
-            where=ScenarioIndicators.from_reference.is_(False),
-        )
-    else:
-        stmt = stmt.on_conflict_do_nothing(index_elements=["scenario_id"])
-    return session.execute(stmt).rowcount == 1
+    written: list[int] = []
+    for reference in (True, False):
+        group = [row for row in rows if row["from_reference"] is reference]
+        if not group:
+            continue
+        stmt = insert(ScenarioIndicators.__table__)
+        if reference:
+            stmt = stmt.on_conflict_do_update(
+                index_elements=["scenario_id"],
+                set_={k: stmt.excluded[k] for k in group[0] if k != "scenario_id"},
+                where=ScenarioIndicators.from_reference.is_(False),
+            )
+        else:
+            stmt = stmt.on_conflict_do_nothing(index_elements=["scenario_id"])
+        returning = stmt.returning(ScenarioIndicators.scenario_id)
+        written += session.scalars(returning, group).all()  # one cached statement, executemany
+    return sorted(written)
 
 
 def _f_hz(network: str) -> float:
@@ -158,7 +154,7 @@ def _f_hz(network: str) -> float:
 
 
 def score_finished_run(
-    *, db: Database, zarr_root: ZarrRoot, run_id: int, loaded: dict[int, xr.Dataset] | None = None
+    *, db: Database, zarr_root: ZarrRoot, run_id: int, loaded: dict[int, SolveResult] | None = None
 ) -> ScoreOutcome:
     """``score_finished_runs`` of one run."""
     return score_finished_runs(db=db, zarr_root=zarr_root, run_ids=[run_id], loaded=loaded)
@@ -230,11 +226,11 @@ def score_finished_runs(
     db: Database,
     zarr_root: ZarrRoot,
     run_ids: list[int],
-    loaded: dict[int, xr.Dataset] | None = None,
+    loaded: dict[int, SolveResult] | None = None,
 ) -> ScoreOutcome:
     """Score what the just-finished runs make scorable (see the module docstring and ``_plan``):
     one read transaction, one write transaction, whatever the number of runs (a worker's block).
-    ``loaded``: datasets the caller holds in memory already (the worker's own runs, exactly what
+    ``loaded``: results the caller holds in memory already (the worker's own runs, exactly what
     it wrote), so they are not read back from the store."""
     loaded = dict(loaded or {})
     outcome = ScoreOutcome()
@@ -243,15 +239,16 @@ def score_finished_runs(
     if not plan.targets and not plan.sources:
         return outcome
 
-    def load(rid: int) -> xr.Dataset:
+    def load(rid: int) -> SolveResult:
         if rid not in loaded:
-            loaded[rid] = open_run(zarr_root, plan.campaign_of[rid].id, rid).load()
+            stored = open_run(zarr_root, plan.campaign_of[rid].id, rid).load()
+            loaded[rid] = result_from_dataset(stored)
         return loaded[rid]
 
     scores: dict[int, list[tuple[int, Accuracy]]] = {}
     for rid, ref_id in plan.targets.items():
         campaign = plan.campaign_of[rid]
-        scores.setdefault(campaign.id, []).append((rid, accuracy_of(load(rid), load(ref_id))))
+        scores.setdefault(campaign.id, []).append((rid, accuracy(load(rid), load(ref_id))))
     indicators = {
         scenario_id: (
             source,
@@ -273,16 +270,19 @@ def score_finished_runs(
                 ),
                 now=now,
             )
-        for scenario_id, (source, is_reference, values) in sorted(indicators.items()):
-            if _write_indicators(
-                session,
-                scenario_id=scenario_id,
-                campaign_id=plan.campaign_of[source].id,
-                run_id=source,
-                reference=is_reference,
-                values=values.as_dict(),
-            ):
-                outcome.indicators.append(scenario_id)
+        outcome.indicators += _write_indicators(
+            session,
+            [
+                {
+                    "scenario_id": scenario_id,
+                    "campaign_id": plan.campaign_of[source].id,
+                    "run_id": source,
+                    "from_reference": is_reference,
+                    **values.as_dict(),
+                }
+                for scenario_id, (source, is_reference, values) in sorted(indicators.items())
+            ],
+        )
     return outcome
 
 
