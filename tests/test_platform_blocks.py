@@ -87,6 +87,61 @@ def test_runs_longer_than_the_bound_are_published_one_by_one(make_settings, smal
     db.dispose()
 
 
+def test_short_runs_are_claimed_together_and_keep_their_leases_while_waiting(
+    make_settings, small_spec, monkeypatch
+) -> None:
+    """After the first run (its duration unknown: claimed alone) the runs expected to finish
+    within one flush window are claimed in one statement; while the first of them runs far
+    past the lease, its heartbeats renew the leases of those waiting behind it, so no other
+    worker can claim them; every run ends with one attempt."""
+    from raptorgrid import migrate
+    from raptorgrid.db import Database
+
+    from workers import runner
+
+    settings = make_settings(lease_seconds=2.0, heartbeat_seconds=0.2, result_flush_seconds=60.0)
+    migrate.upgrade(settings)
+    db = Database.from_settings(settings)
+    context = WorkerContext(settings=settings, db=db)
+    _, warm = campaign(context, small_spec)  # build and compile first: the next run is quick
+    assert execute_run(warm[0], worker="t", ctx=context) == "succeeded"
+    small_spec["initial_conditions"]["count"] = 3  # 6 runs: 3 ICs x 2 configurations
+    campaign_id, run_ids = campaign(context, small_spec)
+    groups: list[list[int]] = []
+    claim_runs = repo.claim_runs
+
+    def recorded(**kw):  # noqa: ANN003
+        groups.append(list(kw["run_ids"]))
+        return claim_runs(**kw)
+
+    monkeypatch.setattr(repo, "claim_runs", recorded)
+    stolen: list[dict] = []
+    integrate = runner.integrate
+
+    def slow_second(system, scenario, method, options, heartbeat, **kw):  # noqa: ANN001
+        if heartbeat.claim.run_id == run_ids[1]:
+            import time
+
+            time.sleep(1.5 * settings.lease_seconds)  # no advance: only the lease thread renews
+            with db.write() as session:  # another worker tries to take the waiting runs
+                stolen.append(
+                    claim_runs(session=session, run_ids=groups[-1][1:], worker="x", now=utcnow(),
+                               lease_seconds=60, max_attempts=9)
+                )  # fmt: skip
+        return integrate(system, scenario, method, options, heartbeat, **kw)
+
+    monkeypatch.setattr(runner, "integrate", slow_second)
+    assert execute_batch(run_ids, worker="t", ctx=context) == ["succeeded"] * 6
+    # the first run alone, then (bound 0.9 s: half the lease less a heartbeat) a group
+    assert groups[0] == run_ids[:1] and groups[1][0] == run_ids[1] and len(groups[1]) >= 3
+    assert stolen == [{}]  # the waiting runs' leases were renewed with the running one's
+    with db.read() as session:
+        for run_id in run_ids:
+            run, _, _ = repo.get_run(session=session, run_id=run_id)
+            assert (run.status, run.attempts, run.worker) == ("succeeded", 1, "t")
+    db.dispose()
+
+
 def test_a_failing_run_in_a_batch_is_published_with_the_others(
     sqlite_settings, sqlite_db, small_spec
 ) -> None:
