@@ -29,6 +29,7 @@ from workers.runner import (
     RunTimeLimit,
     WorkerContext,
     _finish,
+    claim_group,
     commit,
     despite_late_limit,
     prepare_run,
@@ -42,8 +43,8 @@ log = logging.getLogger(__name__)
 def vector_config(ctx: WorkerContext, run_ids: list[int]) -> dict[int, repo.RunInputs] | None:
     """The batch's inputs (run id -> inputs, read in one transaction) when every run shares
     network, method and options and the method solves them as a batch here; else None (the
-    runs go one after the other). ``execute_together`` uses these inputs after its claims: a
-    campaign cancelled in between has its queued runs cancelled, so they are not claimed."""
+    runs go one after the other). ``execute_together`` reads the inputs again with its claims
+    (a campaign cancelled in between has its queued runs cancelled, so they are not claimed)."""
     if len(run_ids) < 2:
         return None
     from models.library import build_system
@@ -131,32 +132,20 @@ def execute_together(
     *,
     worker: str,
     ctx: WorkerContext,
-    inputs: dict[int, repo.RunInputs],
     time_limit_errors: tuple[type[BaseException], ...] = (),
     phases: list[dict[str, float]] | None = None,
 ) -> dict[int, str]:
-    """Claim, build, solve together and publish ``run_ids`` (one configuration, ``inputs``
-    from ``vector_config``); returns each run's outcome in a word (as ``execute_run``)."""
+    """Claim (with their inputs, in one transaction), build, solve together and publish
+    ``run_ids`` (one configuration, ``vector_config``); returns each run's outcome in a word
+    (as ``execute_run``)."""
     from solvers.status import FailureReason, RunStatus
 
     outcomes: dict[int, str] = {}
     records = {run_id: {} for run_id in run_ids}
-    started = time.perf_counter()
-
-    def claim_all() -> dict[int, repo.Claim]:
-        with ctx.db.write() as session:  # one statement for the batch
-            return repo.claim_runs(
-                session=session,
-                run_ids=run_ids,
-                worker=worker,
-                now=utcnow(),
-                lease_seconds=ctx.settings.lease_seconds,
-                max_attempts=ctx.settings.max_attempts,
-            )
-
-    claimed = with_db_retry(claim_all, settings=ctx.settings, what=f"batch {run_ids} claims")
-    claims = [claimed[run_id] for run_id in run_ids if run_id in claimed]
-    share = (time.perf_counter() - started) / len(run_ids)
+    claimed, seconds = claim_group(ctx, run_ids, worker=worker)  # one transaction
+    claims = [claimed[run_id][0] for run_id in run_ids if run_id in claimed]
+    inputs = {run_id: run_inputs for run_id, (_, run_inputs) in claimed.items()}
+    share = seconds / len(run_ids)
     for run_id in run_ids:
         records[run_id]["claim"] = share
         if run_id not in claimed:

@@ -270,10 +270,9 @@ def write_dataset(path: Path | str, dataset: xr.Dataset | RunArrays) -> None:
             str(name): (tuple(str(d) for d in var.dims), np.asarray(var.values), dict(var.attrs))
             for name, var in dataset.variables.items()
         }
-        attrs = dict(dataset.attrs)
     else:
         variables = {name: (dims, values, {}) for name, (dims, values) in dataset.variables.items()}
-        attrs = dict(dataset.attrs)
+    attrs = dict(dataset.attrs)
     size = sum(values.nbytes for _, values, _ in variables.values())
     if str(path).endswith(ZIP_SUFFIX):  # one file (a block): zarr's zip store, member by member
         store = ZipStore(path, mode="w")
