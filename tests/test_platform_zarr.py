@@ -138,3 +138,24 @@ def test_arrays_above_the_chunk_limit_are_split_and_read_back_whole(
     assert zarr.open_array(str(tmp_path / "split" / "x_acc")).chunks == (1000, 3)
     back = xr.open_zarr(str(tmp_path / "split"), consolidated=False).load()
     xr.testing.assert_identical(back, ds)
+
+
+def test_the_runs_of_a_block_share_one_open_file(tmp_path: Path) -> None:
+    """A block is one zip file; every run read from it (lazily, as an export keeps them) shares
+    one open file, not one per run."""
+    import os
+
+    runs = [(k, zs.run_arrays(fake_result(seed=k), attrs={"run_id": k})) for k in range(1, 9)]
+    zs.write_block(str(tmp_path), 1, runs)
+    (block,) = (tmp_path / "campaign_1.zarr" / zs.BLOCKS).glob("*.zip")
+    assert block.is_file()
+
+    def opened() -> int:
+        return sum(os.path.realpath(f"/proc/self/fd/{fd}") == str(block.resolve())
+                   for fd in os.listdir("/proc/self/fd"))  # fmt: skip
+
+    read = [zs.open_run(str(tmp_path), 1, run_id) for run_id, _ in runs]
+    assert opened() == 1
+    for (run_id, arrays), ds in zip(runs, read, strict=True):
+        np.testing.assert_array_equal(ds["x"].values, arrays["x"])
+        assert ds.attrs["run_id"] == run_id

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import xarray as xr
 
 KINDS = (("x", "state"), ("z", "algebraic"), ("y", "output"))
-"""The run dataset's arrays and their name dimensions (``zarr_store.result_dataset``)."""
+"""The run dataset's arrays and their name dimensions (``zarr_store.run_arrays``)."""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import json
 import logging
 import os
@@ -521,6 +522,14 @@ def write_block(
         _publish(pointer, store / run_group(run_id), staging_root, token)
 
 
+@functools.lru_cache(maxsize=64)
+def _block_store(path: Path) -> ZipStore:
+    """The zip block at ``path``, opened for reading once and shared by its runs: a reader of
+    a whole campaign (an export) keeps every run's lazy arrays open, and a store per run would
+    hold a file per run (a block is never rewritten: its name is a new token)."""
+    return ZipStore(path, mode="r")
+
+
 def open_run(zarr_root: ZarrRoot, campaign_id: int, run_id: int) -> xr.Dataset:
     """The stored run (lazy arrays) by ids, whether written alone or in a block (then its slice
     of the block, the padding of its accepted advances cut); FileNotFoundError when it was never
@@ -535,7 +544,7 @@ def open_run(zarr_root: ZarrRoot, campaign_id: int, run_id: int) -> xr.Dataset:
     attrs = {k: v for k, v in ds.attrs.items() if k not in (BLOCK_ATTR, "index")}
     name = str(ds.attrs[BLOCK_ATTR])
     if name.endswith(ZIP_SUFFIX):
-        block = xr.open_zarr(ZipStore(store / name, mode="r"), consolidated=False)
+        block = xr.open_zarr(_block_store(store / name), consolidated=False)
     else:  # a block written as a group of folders (before 2026-12-05)
         block = xr.open_zarr(str(store), group=name, consolidated=False)
     one = block.isel(run=int(ds.attrs["index"]))
