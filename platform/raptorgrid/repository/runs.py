@@ -338,6 +338,8 @@ def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> l
             raise ValueError(f"finish_runs needs final statuses, not {f.status.value!r}")
         if f.metrics is not None and set(METRIC_FIELDS) - set(f.metrics):
             raise ValueError(f"metrics lack {sorted(set(METRIC_FIELDS) - set(f.metrics))}")
+    if not finishes:
+        return []
 
     def each(column: Any, value: Any) -> Any:
         """The run's own value: CAST(CASE runs.id WHEN <id> THEN ... END AS <column type>),
