@@ -237,20 +237,19 @@ class LeaseClock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    @contextlib.contextmanager
-    def keeping(self, heartbeat: Heartbeat):
-        """Keep ``heartbeat``'s lease from the thread while the block runs; on exit, waits for
-        a renewal in progress, so none is made for an attempt that has ended."""
+    def attach(self, heartbeat: Heartbeat) -> None:
+        """Keep ``heartbeat``'s lease from the thread (started on the first attempt)."""
         with self._lock:
             self._current = heartbeat
             if self._thread is None:
                 self._thread = threading.Thread(target=self._keep, name="lease", daemon=True)
                 self._thread.start()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._current = None
+
+    def detach(self) -> None:
+        """Stop keeping the attempt's lease; waits for a renewal in progress, so none is made
+        for an attempt that has ended."""
+        with self._lock:
+            self._current = None
 
     def close(self) -> None:
         """Stop the thread (it ends within half a period)."""
@@ -297,19 +296,16 @@ class Heartbeat:
         self.started = time.monotonic()
         self._own_clock = clock is None  # a run alone: its clock (and thread) is its own
         self.clock = clock or LeaseClock(ctx.settings.heartbeat_seconds)
-        self._keeping: contextlib.AbstractContextManager | None = None
         self.sim_time: float | None = None
         self._lock = threading.Lock()
         self._state: repo.LeaseState | None = None
 
     def __enter__(self) -> Heartbeat:
-        self._keeping = self.clock.keeping(self)
-        self._keeping.__enter__()
+        self.clock.attach(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._keeping is not None:
-            self._keeping.__exit__(None, None, None)
+        self.clock.detach()
         if self._own_clock:
             self.clock.close()
 

@@ -36,7 +36,6 @@ from raptorgrid.repository.runs import (
     recent_solve_seconds,
     renew_lease,
     renew_leases,
-    run_inputs,
     runs_inputs,
     succeeded_runs,
 )
@@ -68,7 +67,6 @@ __all__ = [
     "mark_in_transit",
     "requeue_expired",
     "run_counts",
-    "run_inputs",
     "runs_inputs",
     "stale_queued",
     "succeeded_runs",

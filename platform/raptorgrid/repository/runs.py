@@ -165,14 +165,6 @@ def claim_runs(
     return {run_id: Claim(run_id, attempt, worker) for run_id, attempt in claimed.all()}
 
 
-def run_inputs(*, session: Session, run_id: int) -> RunInputs:
-    """``runs_inputs`` of one run (LookupError when it does not exist)."""
-    inputs = runs_inputs(session=session, run_ids=[run_id])
-    if run_id not in inputs:
-        raise LookupError(f"run {run_id} does not exist")
-    return inputs[run_id]
-
-
 def runs_inputs(*, session: Session, run_ids: list[int]) -> dict[int, RunInputs]:
     """What a worker needs to solve each run (by run id; one query, the columns only)."""
     if not run_ids:
