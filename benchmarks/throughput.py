@@ -97,7 +97,7 @@ def phases(network: str, runs: int, batched: bool = False, method: str = "radau"
     lease check, Zarr write and SQL commit shared by the block)."""
     from raptorgrid import migrate
 
-    from workers.jaxsetup import configure_jax
+    from workers.jaxsetup import configure_jax, freeze_startup_heap
     from workers.runner import WorkerContext, execute_batch, execute_run
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,6 +110,7 @@ def phases(network: str, runs: int, batched: bool = False, method: str = "radau"
         ctx = WorkerContext(settings=settings, db=Database.from_settings(settings))
         ids = _run_ids(settings, campaign_id)
         execute_run(ids[0], worker="bench", ctx=ctx)
+        freeze_startup_heap()  # as a worker does after its prebuild
         samples: list[dict[str, float]] = []
         start, wall = time.process_time(), time.perf_counter()
         if batched:

@@ -26,7 +26,7 @@ from models.disturbances import (
 from models.kernels import as_device_params, kernels_for
 from models.library import build_system
 from models.powerflow import run_power_flow
-from models.scenarios import make_scenario, perturbed_initial_state
+from models.scenarios import make_scenario, perturbed_initial_state, perturbed_initial_states
 from solvers import RunStatus, solve
 
 CASE5 = """function mpc = tiny5
@@ -284,6 +284,31 @@ def test_perturbed_initial_states_are_consistent():
     kernels, _ = kernels_for(system)
     g = np.asarray(kernels.g(x, z, as_device_params(system.params)))
     assert np.max(np.abs(g)) < 1e-9
+
+
+def test_initial_states_solved_together_equal_those_solved_alone():
+    """``perturbed_initial_states`` (a batch's runs, their Newtons dispatched together) gives
+    each state bit for bit as ``perturbed_initial_state`` gives it alone, so a run's result does
+    not depend on its batch; spread 0 (no Newton) and a diverging Newton are left to the
+    one-run path, which raises the latter's error."""
+    system = build_system("ieee14")
+    instances = [(seed, 0.5) for seed in range(12)] + [(7, 0.0), (1, float("inf"))]
+    with np.errstate(invalid="ignore"):  # the infinite spread's 0 * inf
+        states = perturbed_initial_states(system, [*instances, (3, 0.5)])  # (3, 0.5) again
+    assert set(states) == set(instances[:12])
+    p = as_device_params(system.params)
+    kernels, _ = kernels_for(system)
+    for seed, spread in instances[:12]:
+        x, z = states[seed, spread]
+        x_alone, z_alone = perturbed_initial_state(system, seed, spread)
+        np.testing.assert_array_equal(x, x_alone)
+        np.testing.assert_array_equal(z, z_alone)
+        assert np.max(np.abs(np.asarray(kernels.g(x, z, p)))) <= 1e-9
+    with (
+        pytest.raises(ValueError, match="no consistent algebraic state"),
+        np.errstate(invalid="ignore"),
+    ):
+        perturbed_initial_state(system, 1, float("inf"))
 
 
 @pytest.fixture(scope="module")

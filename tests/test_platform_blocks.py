@@ -29,10 +29,20 @@ def campaign(context: WorkerContext, spec: dict) -> tuple[int, list[int]]:
 
 
 def test_a_batch_is_one_block_and_reads_back_as_runs_written_alone(
-    make_settings, small_spec
+    make_settings, small_spec, monkeypatch
 ) -> None:
+    """A batch's solved runs are one block; each reads back identical to the same run written
+    alone, and the initial states of the runs claimed together were solved together (bit for
+    bit as alone: the stored runs are identical)."""
     from raptorgrid import migrate
     from raptorgrid.db import Database
+
+    import models.scenarios
+
+    alone_newtons: list[int] = []  # initial states solved one run at a time
+    one = models.scenarios.consistent_z
+    monkeypatch.setattr(models.scenarios, "consistent_z",
+                        lambda *a, **k: alone_newtons.append(1) or one(*a, **k))  # fmt: skip
 
     small_spec["methods"].append({"method": "raptor"})  # 2 ICs x 3 configurations
     settings = make_settings(result_flush_seconds=60.0)  # a first compile may take seconds
@@ -43,8 +53,10 @@ def test_a_batch_is_one_block_and_reads_back_as_runs_written_alone(
     alone, alone_ids = campaign(context, small_spec)
     phases: list[dict] = []
     assert execute_batch(batched_ids, worker="t", ctx=context, phases=phases) == ["succeeded"] * 6
+    assert len(alone_newtons) == 1  # the first run alone, then the other five claimed together
     for run_id in alone_ids:
         assert execute_run(run_id, worker="t", ctx=context) == "succeeded"
+    assert len(alone_newtons) == 7
 
     store = campaign_store(sqlite_settings.zarr_root, batched)
     blocks = [p for p in (store / BLOCKS).iterdir() if p.suffix == ".zip"]

@@ -39,13 +39,14 @@ def _single_thread_children(**_: object) -> None:
 @worker_process_init.connect
 def _init_pool_process(**_: object) -> None:
     """In the pool process (spawned, so JAX was never initialised in a forked parent)."""
-    from workers.jaxsetup import configure_jax, prebuild
+    from workers.jaxsetup import configure_jax, freeze_startup_heap, prebuild
 
     settings = get_settings()
     configure_jax(
         settings.jax_cache_dir, lock_url=settings.broker_url, shared_url=str(settings.zarr_root)
     )
     prebuild(settings.prebuild_networks, settings.prebuild_methods)
+    freeze_startup_heap()
 
 
 @worker_process_shutdown.connect

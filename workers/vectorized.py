@@ -32,6 +32,7 @@ from workers.runner import (
     claim_group,
     commit,
     despite_late_limit,
+    group_initial_states,
     prepare_run,
     solved_run,
     with_db_retry,
@@ -163,9 +164,14 @@ def execute_together(
     pending = list(claims)
     try:
         with GroupLease(ctx, claims) as lease:
+            mark = time.perf_counter()
+            initial = group_initial_states(claimed)
+            built = (time.perf_counter() - mark) / len(claims)  # in each run's build
             for claim in claims:
+                records[claim.run_id]["build"] = built
                 try:
-                    ready = prepare_run(ctx, claim, records[claim.run_id], inputs[claim.run_id])
+                    ready = prepare_run(ctx, claim, records[claim.run_id], inputs[claim.run_id],
+                                        initial.get(claim.run_id))  # fmt: skip
                 except RunCancelled:
                     finish_all([claim], RunStatus.CANCELLED, FailureReason.CANCELLED,
                                FailureReason.CANCELLED.advice)  # fmt: skip

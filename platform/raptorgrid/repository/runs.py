@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, case, cast, func, or_, select, tuple_, update
+from sqlalchemy import and_, bindparam, case, func, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -316,6 +316,27 @@ class Finish:
     """A CCT probe's verdict (its trajectory's TSI > 0); None otherwise or without one."""
 
 
+_RUNS = Run.__table__
+_FINISH = (
+    update(_RUNS)
+    .where(
+        _RUNS.c.id == bindparam("b_id"),
+        _RUNS.c.attempts == bindparam("b_attempt"),
+        _RUNS.c.status == RunStatus.RUNNING.value,
+    )
+    .values(
+        status=bindparam("b_status"),
+        reason=bindparam("b_reason"),
+        message=bindparam("b_message"),
+        traceback=bindparam("b_traceback"),
+        zarr_group=bindparam("b_zarr_group"),
+        lease_until=None,
+        finished_at=bindparam("b_finished_at"),
+        metric_solve_seconds=bindparam("b_solve"),
+    )
+)
+"""An attempt's final status, executed once per run of a block (``finish_runs``)."""
+
 METRIC_FIELDS = (*STATS_COLUMNS, "overhead_seconds")
 """What every metrics row must carry (the rest of ``run_metrics`` is optional or scoring's)."""
 
@@ -333,43 +354,37 @@ def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> l
     if not finishes:
         return []
 
-    def each(column: Any, value: Any) -> Any:
-        """The run's own value: CAST(CASE runs.id WHEN <id> THEN ... END AS <column type>),
-        typed, since a CASE of NULLs alone is text to PostgreSQL."""
-        return cast(case({f.run_id: value(f) for f in finishes}, value=Run.id), column.type)
-
-    done = set(
-        session.scalars(
-            update(Run)
-            .where(
-                tuple_(Run.id, Run.attempts).in_([(f.run_id, f.attempt) for f in finishes]),
-                Run.status == RunStatus.RUNNING.value,
-            )
-            .values(
-                status=each(Run.status, lambda f: f.status.value),
-                reason=each(Run.reason, lambda f: f.reason),
-                message=each(Run.message, lambda f: f.message),
-                traceback=each(Run.traceback, lambda f: f.traceback),
-                zarr_group=each(Run.zarr_group, lambda f: f.zarr_group),
-                lease_until=None,
-                finished_at=now,
-                metric_solve_seconds=each(
-                    Run.metric_solve_seconds,
-                    lambda f: None if f.metrics is None else f.metrics.get("solve_seconds"),
-                ),
-            )
-            .returning(Run.id)
-            .execution_options(**_NO_SYNC)
-        )
-    )  # one statement for the block: only attempts still running under their claim
-    recorded = [f for f in finishes if f.run_id in done]
+    # The rows, locked in id order, say which attempts still run under their claim; those are
+    # finished by one cached statement executed for each (executemany). A CASE per column over
+    # the block, one statement compiled per block, cost ~0.6 ms per run of a 40-run block.
     rows = session.execute(
-        select(Run.id, Run.campaign_id, Run.search_id).where(
-            Run.id.in_([f.run_id for f in finishes])
-        )
+        select(Run.id, Run.attempts, Run.status, Run.campaign_id, Run.search_id)
+        .where(Run.id.in_([f.run_id for f in finishes]))
+        .order_by(Run.id)
+        .with_for_update()
     ).all()
-    campaigns = {run_id: campaign_id for run_id, campaign_id, _ in rows}
-    probes = {run_id for run_id, _, search_id in rows if search_id is not None}
+    running = {r.id: r.attempts for r in rows if r.status == RunStatus.RUNNING.value}
+    campaigns = {r.id: r.campaign_id for r in rows}
+    probes = {r.id for r in rows if r.search_id is not None}
+    recorded = [f for f in finishes if running.get(f.run_id) == f.attempt]
+    if recorded:
+        session.execute(
+            _FINISH,
+            [
+                {
+                    "b_id": f.run_id,
+                    "b_attempt": f.attempt,
+                    "b_status": f.status.value,
+                    "b_reason": f.reason,
+                    "b_message": f.message,
+                    "b_traceback": f.traceback,
+                    "b_zarr_group": f.zarr_group,
+                    "b_finished_at": now,
+                    "b_solve": None if f.metrics is None else f.metrics.get("solve_seconds"),
+                }
+                for f in recorded
+            ],
+        )
     with_metrics = [
         {"run_id": f.run_id, "attempt": f.attempt, **f.metrics}
         for f in recorded
