@@ -102,13 +102,14 @@ def test_a_run_is_published_whole_or_not_at_all(s3_root: str, tmp_path: Path) ->
     # the retry publishes its own attempt and removes the orphan
     write_run(s3_root, 7, 2, _dataset(3.0))
     assert float(open_run(s3_root, 7, 2).x[-1, 0]) == 3.0
-    attempts = {p.split("/")[4] for p in _objects(s3_root) if "/run_2/attempt_" in p}
+    # (this module's other tests store their campaigns under the same root: only campaign 7's)
+    attempts = {p.split("/")[4] for p in _objects(store) if "/run_2/attempt_" in p}
     assert len(attempts) == 1 and Path(orphan).name not in attempts
 
     # rewriting a published run replaces it (an attempt after a lost lease)
     write_run(s3_root, 7, 1, _dataset(5.0))
     assert float(open_run(s3_root, 7, 1).x[-1, 0]) == 5.0
-    assert len({p.split("/")[4] for p in _objects(s3_root) if "/run_1/attempt_" in p}) == 1
+    assert len({p.split("/")[4] for p in _objects(store) if "/run_1/attempt_" in p}) == 1
 
     delete_campaign_store(s3_root, 7)
     assert not [p for p in _objects(s3_root) if "/campaign_7.zarr" in p]

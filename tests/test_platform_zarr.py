@@ -99,6 +99,31 @@ def test_consolidated_campaign_opens_without_warnings(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ds.x.values, fake_result(seed=2).x_eval)
 
 
+def test_consolidation_writes_what_zarr_writes_for_the_store(tmp_path: Path) -> None:
+    """The campaign's metadata, consolidated from an in-memory copy of its documents, is the
+    document zarr writes consolidating the store in place (runs in blocks and alone)."""
+    import json
+    import shutil
+
+    import zarr
+
+    runs = [(k, zs.run_arrays(fake_result(seed=k), attrs={"run_id": k})) for k in range(1, 7)]
+    zs.write_block(tmp_path, 4, runs[:4])
+    zs.write_block(tmp_path, 4, runs[4:])
+    zs.write_run(tmp_path, 4, 9, zs.result_dataset(fake_result(seed=9)))
+    store = zs.campaign_store(tmp_path, 4)
+    theirs = tmp_path / "theirs.zarr"
+    shutil.copytree(store, theirs)
+    zs.consolidate_campaign(tmp_path, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # consolidation not in the spec; zip files not nodes
+        zarr.consolidate_metadata(str(theirs))
+    ours = json.loads((store / "zarr.json").read_text())
+    assert len(ours["consolidated_metadata"]["metadata"]) > 7  # six pointers, a run's arrays
+    assert ours == json.loads((theirs / "zarr.json").read_text())
+    assert not list((tmp_path / zs.STAGING).iterdir())  # the new document renamed into place
+
+
 def test_a_block_is_made_durable_by_one_filesystem_sync(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """A block of runs is flushed by one syncfs of its filesystem before any pointer is
     published (no per-file fsyncs); where syncfs is unavailable every file is fsynced; both
