@@ -113,7 +113,7 @@ def test_the_run_alarm_outlives_an_earlier_timer() -> None:
     import signal
     import time
 
-    from workers.runner import RunTimeLimit, run_alarm
+    from workers.limits import RunTimeLimit, run_alarm
 
     calls = []
     previous = signal.signal(signal.SIGALRM, lambda *a: calls.append(time.monotonic()))
@@ -136,7 +136,7 @@ def test_the_run_alarm_waits_for_a_shielded_database_write() -> None:
     import signal
     import time
 
-    from workers.runner import RunTimeLimit, alarm_shield, run_alarm
+    from workers.limits import RunTimeLimit, alarm_shield, run_alarm
 
     handler = signal.getsignal(signal.SIGALRM)
     start = time.monotonic()
@@ -222,7 +222,7 @@ def test_soft_time_limit_holds_without_a_signal(make_settings, small_spec, metho
 
 
 def test_a_failure_record_interrupted_by_celerys_limit_is_written_again() -> None:
-    from workers.runner import despite_late_limit
+    from workers.limits import despite_late_limit
 
     class Late(Exception):
         pass

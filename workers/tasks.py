@@ -51,7 +51,7 @@ def _init_pool_process(**_: object) -> None:
 
 @worker_process_shutdown.connect
 def _close_pool_process(**_: object) -> None:
-    from workers.runner import worker_context
+    from workers.context import worker_context
 
     worker_context().db.dispose()
 

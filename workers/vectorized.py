@@ -2,7 +2,7 @@
 
 A batch carries runs of one configuration (``raptorgrid.batching``); when its method can be
 solved as a batch (``solvers.api.batch_solver``) the worker claims the runs, builds
-them, solves them in one call and publishes them together (``workers.runner.commit``: one Zarr
+them, solves them in one call and publishes them together (``workers.publish.commit``: one Zarr
 block, one SQL transaction). The guarantees are the one-at-a-time path's: each run is claimed
 with its own lease and attempt count; the leases are renewed together from a thread while the
 batch solves (``GroupLease``); only runs whose lease is still held are published, a run whose
@@ -22,21 +22,12 @@ from typing import Any
 from raptorgrid import repository as repo
 from raptorgrid.tables import utcnow
 
-from workers.runner import (
-    TRANSIENT_ERRORS,
-    Prepared,
-    RunCancelled,
-    RunTimeLimit,
-    WorkerContext,
-    _finish,
-    claim_group,
-    commit,
-    despite_late_limit,
-    group_initial_states,
-    prepare_run,
-    solved_run,
-    with_db_retry,
-)
+from workers.context import TRANSIENT_ERRORS, WorkerContext, finish_attempt, with_db_retry
+from workers.lease import RunCancelled
+from workers.limits import RunTimeLimit, despite_late_limit
+from workers.prepare import Prepared, group_initial_states, prepare_run, solved_run
+from workers.publish import commit
+from workers.runner import claim_group
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +148,7 @@ def execute_together(
     def finish_all(pending: list[repo.Claim], status, reason: FailureReason, message: str,
                    **fields: Any) -> None:  # fmt: skip
         for claim in pending:
-            _finish(ctx, claim, status, reason=reason.value, message=message, **fields)
+            finish_attempt(ctx, claim, status, reason=reason.value, message=message, **fields)
             outcomes[claim.run_id] = reason.value.replace("_", "-")
 
     prepared: list[Prepared] = []

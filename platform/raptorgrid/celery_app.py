@@ -21,11 +21,12 @@ RUN_TASK = "raptorgrid.run"
 
 def task_time_limits(soft: float, hard: float, n_runs: int = 1) -> tuple[float, float]:
     """Celery's (soft, hard) time limits in s for a task of ``n_runs`` runs, each run limited
-    to ``soft`` and ``hard`` s. Each run's own limit (``workers.runner``: the progress check
-    and the run's alarm) acts first; Celery's soft limit is a backstop a margin later (10 %,
-    at least 2 s, at most half-way to the hard limit), so the two asynchronous exceptions
-    never race: one arriving while the other's failure was being written could interrupt that
-    database write. The hard limit is the runs' hard limits, unchanged."""
+    to ``soft`` and ``hard`` s. Each run's own limit (the progress check, ``workers.lease``,
+    and the run's alarm, ``workers.limits``) acts first; Celery's soft limit is a backstop a
+    margin later (10 %, at least 2 s, at most half-way to the hard limit), so the two
+    asynchronous exceptions never race: one arriving while the other's failure was being
+    written could interrupt that database write. The hard limit is the runs' hard limits,
+    unchanged."""
     task_soft = n_runs * soft + min(max(2.0, 0.1 * soft), (hard - soft) / 2)
     return task_soft, n_runs * hard
 
