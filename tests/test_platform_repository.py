@@ -201,6 +201,51 @@ def test_campaign_finishes_once_and_metrics_upsert(campaign) -> None:
     assert sum(s.runs for s in summary) == 4 and sum(s.failed for s in summary) == 1
 
 
+def test_a_block_finish_records_only_the_attempts_still_running(campaign) -> None:
+    """``finish_runs`` of a block with the current attempt of one run, a stale attempt of a
+    run claimed again since, a run never claimed and a run already final: only the first is
+    recorded, with each of its fields; the others' rows are untouched (SQLite, PostgreSQL)."""
+    db, campaign_id, (current, stale, never, done) = campaign
+    mine = claim(db, current)
+    old = claim(db, stale)
+    later = utcnow() + timedelta(seconds=LEASE + 1)
+    retry = claim(db, stale, worker="w2", now=later)
+    assert finish(db, done, claim(db, done).attempt, zarr_group="g/done", metrics=metrics())
+    with db.read() as session:
+        before = {r: repo.get_run(session=session, run_id=r)[0] for r in (stale, never, done)}
+        snapshot = {r: (x.status, x.attempts, x.lease_until, x.zarr_group, x.finished_at)
+                    for r, x in before.items()}  # fmt: skip
+    finishes = [
+        repo.Finish(run_id=current, attempt=mine.attempt, status=RunStatus.FAILED,
+                    reason=FailureReason.MAX_STEPS.value, message="too many steps",
+                    traceback="tb", zarr_group="g/current", metrics=metrics(solve_seconds=0.25)),
+        repo.Finish(run_id=stale, attempt=old.attempt, status=RunStatus.SUCCEEDED,
+                    zarr_group="g/stale", metrics=metrics()),
+        repo.Finish(run_id=never, attempt=1, status=RunStatus.SUCCEEDED, metrics=metrics()),
+        repo.Finish(run_id=done, attempt=1, status=RunStatus.FAILED, zarr_group="g/again"),
+    ]  # fmt: skip
+    with db.write() as session:
+        outcomes = repo.finish_runs(session=session, finishes=finishes, now=utcnow())
+    assert [o.recorded for o in outcomes] == [True, False, False, False]
+    assert {o.campaign_id for o in outcomes} == {campaign_id}
+    with db.read() as session:
+        run, _, row = repo.get_run(session=session, run_id=current)
+        after = {r: repo.get_run(session=session, run_id=r)[0] for r in (stale, never, done)}
+        counts = repo.get_campaign(session=session, campaign_id=campaign_id)
+    assert (run.status, run.reason, run.message, run.traceback) == (
+        "failed",
+        FailureReason.MAX_STEPS.value,
+        "too many steps",
+        "tb",
+    )
+    assert run.zarr_group == "g/current" and run.lease_until is None and run.finished_at
+    assert run.metric_solve_seconds == pytest.approx(0.25) and row.attempt == mine.attempt
+    assert {r: (x.status, x.attempts, x.lease_until, x.zarr_group, x.finished_at)
+            for r, x in after.items()} == snapshot  # fmt: skip
+    assert after[stale].attempts == retry.attempt == 2 and after[stale].status == "running"
+    assert (counts.n_succeeded, counts.n_failed) == (1, 1)  # ``done`` and ``current`` only
+
+
 def test_cancel_stops_queued_and_flags_running(campaign) -> None:
     db, campaign_id, run_ids = campaign
     running = claim(db, run_ids[0])

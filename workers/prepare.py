@@ -44,7 +44,8 @@ class Prepared:
     system: Any
     scenario: Any
     inputs_mark: float
-    """``time.perf_counter()`` when its build began (its overhead after the claim starts there)."""
+    """``time.perf_counter()`` when its build began, back-dated by its share of its group's
+    initial states (``group_initial_states``): its overhead after the claim starts there."""
 
 
 def prepare_run(
@@ -63,6 +64,7 @@ def prepare_run(
     from solvers import validate_options
     from solvers.status import FailureReason, RunStatus
 
+    shared = phases.get("build", 0.0)  # its share of the group's initial states, if any
     mark = time.perf_counter()
     if inputs.campaign_status == CampaignStatus.CANCELLED.value:
         raise RunCancelled(f"run {claim.run_id}: campaign cancelled")
@@ -91,19 +93,21 @@ def prepare_run(
             traceback=traceback.format_exc(),
         )
         return "invalid-input"
-    phases["build"] = phases.get("build", 0.0) + time.perf_counter() - mark
-    return Prepared(claim, inputs, system, scenario, mark)
+    phases["build"] = shared + time.perf_counter() - mark
+    return Prepared(claim, inputs, system, scenario, mark - shared)
 
 
 def group_initial_states(
     claimed: dict[int, tuple[repo.Claim, repo.RunInputs]],
+    reraise: tuple[type[BaseException], ...] = (),
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """The perturbed initial states of runs claimed together, solved together per network
     (``models.scenarios.perturbed_initial_states``, bit for bit the states solved alone; a
     run's own algebraic Newton was ~1 ms of a 35 ms wscc9 run's 1.0 ms build, mostly JAX's host
     overhead, in cold caches after the previous solve); run id -> (x0, z0). Runs left out (no
     perturbation, not converged, invalid network) are built alone by ``prepare_run``, which
-    records their errors."""
+    records their errors. ``reraise``: exceptions that are not this solve's to absorb (Celery's
+    soft time limit)."""
     from models.library import build_system
     from models.scenarios import perturbed_initial_states
 
@@ -116,6 +120,8 @@ def group_initial_states(
             solved = perturbed_initial_states(
                 build_system(network), [(r.ic_seed, r.ic_spread) for r in runs]
             )
+        except reraise:
+            raise
         except (KeyError, ValueError):
             continue  # invalid inputs: each run's build records them
         except Exception:  # an optimization only: each run's build meets it and records it

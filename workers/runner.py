@@ -280,7 +280,11 @@ def execute_batch(
             claimed, seconds = claim_group(ctx, group, worker=worker)
             waiting = [claimed[run_id][0] for run_id in group if run_id in claimed]
             mark = time.perf_counter()
-            initial = group_initial_states(claimed) if len(claimed) > 1 else {}
+            initial = {}
+            if len(waiting) > 1:  # their leases renewed meanwhile (a cold compile may be long)
+                with Heartbeat(ctx, waiting[0], tuple(run_ids[position:]), clock,
+                               tuple(waiting[1:])):  # fmt: skip
+                    initial = group_initial_states(claimed, reraise=time_limit_errors)
             built = (time.perf_counter() - mark) / len(group)  # in each run's build
             for run_id in group:
                 if held and (

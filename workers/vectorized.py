@@ -156,7 +156,7 @@ def execute_together(
     try:
         with GroupLease(ctx, claims) as lease:
             mark = time.perf_counter()
-            initial = group_initial_states(claimed)
+            initial = group_initial_states(claimed, reraise=time_limit_errors)
             built = (time.perf_counter() - mark) / len(claims)  # in each run's build
             for claim in claims:
                 records[claim.run_id]["build"] = built

@@ -4,8 +4,9 @@ A task pays a fixed cost besides its solves (broker round trip, task dispatch, t
 bookkeeping), so short runs are sent several to a message. The size comes from the expected
 solve time of one run: enough runs to fill ``batch_target_seconds``, at most
 ``max_batch_size``, and never so many that the campaign has fewer than ``batch_min_tasks``
-messages (so every worker gets work). Each run of a batch is still claimed, heartbeated,
-written and committed on its own (``workers.runner``), so batching changes no guarantee.
+messages (so every worker gets work). Each run of a batch keeps its own claim, lease, attempt
+count and final status (``workers.runner``, ``workers.publish``), so batching changes no
+guarantee.
 """
 
 from __future__ import annotations

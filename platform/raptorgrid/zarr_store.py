@@ -479,7 +479,7 @@ def write_block(
     zarr_root: ZarrRoot, campaign_id: int, runs: list[tuple[int, RunArrays]], *,
     fsync: bool = True,
 ) -> None:  # fmt: skip
-    """Write several finished runs at once (a batch's, ``workers.runner``): their arrays as one
+    """Write several finished runs at once (a batch's, ``workers.publish``): their arrays as one
     block, a Zarr group in one zip file (``blocks/<token>.zip``), then for each run a pointer
     group ``run_<id>`` (attributes only: the run's attributes, its block and its index) renamed
     into place, so ``open_run`` reads each run as if written alone. The block is written and
@@ -570,16 +570,29 @@ def consolidate_campaign(zarr_root: ZarrRoot, campaign_id: int) -> None:
         return
     if not (store / "zarr.json").is_file():
         return
+    try:
+        memory = _metadata_documents(store)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+            zarr.consolidate_metadata(MemoryStore(store_dict=memory))
+        staging_root = Path(zarr_root) / STAGING
+        staging_root.mkdir(parents=True, exist_ok=True)
+        staged = staging_root / f"c{campaign_id}-zarr.json-{uuid.uuid4().hex}"
+        staged.write_bytes(memory["zarr.json"].to_bytes())
+        os.replace(staged, store / "zarr.json")
+    except Exception:  # a convenience for readers: never the failure of a finished campaign
+        log.exception("campaign %d: consolidating its Zarr metadata failed", campaign_id)
+
+
+def _metadata_documents(store: Path) -> dict[str, Any]:
+    """Every ``zarr.json`` of a local store as zarr buffers keyed by store path; a document
+    removed meanwhile (a late attempt replacing its run's group) is left out, as zarr's local
+    store leaves out a missing key."""
     buffer = default_buffer_prototype().buffer
-    memory: dict[str, Any] = {
-        path.relative_to(store).as_posix(): buffer.from_bytes(path.read_bytes())
-        for path in store.rglob("zarr.json")
-    }
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
-        zarr.consolidate_metadata(MemoryStore(store_dict=memory))
-    staging_root = Path(zarr_root) / STAGING
-    staging_root.mkdir(parents=True, exist_ok=True)
-    staged = staging_root / f"c{campaign_id}-zarr.json-{uuid.uuid4().hex}"
-    staged.write_bytes(memory["zarr.json"].to_bytes())
-    os.replace(staged, store / "zarr.json")
+    documents: dict[str, Any] = {}
+    for path in store.rglob("zarr.json"):
+        try:
+            documents[path.relative_to(store).as_posix()] = buffer.from_bytes(path.read_bytes())
+        except FileNotFoundError:
+            continue
+    return documents

@@ -361,7 +361,7 @@ def finish_runs(*, session: Session, finishes: list[Finish], now: datetime) -> l
         select(Run.id, Run.attempts, Run.status, Run.campaign_id, Run.search_id)
         .where(Run.id.in_([f.run_id for f in finishes]))
         .order_by(Run.id)
-        .with_for_update()
+        .with_for_update(key_share=True)  # PostgreSQL: FOR NO KEY UPDATE, as the UPDATE takes
     ).all()
     running = {r.id: r.attempts for r in rows if r.status == RunStatus.RUNNING.value}
     campaigns = {r.id: r.campaign_id for r in rows}
