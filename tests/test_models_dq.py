@@ -139,7 +139,9 @@ def test_equilibrium_fallback_from_an_offset_guess():
 # ------------------------------------------------------------------------------- presets
 
 
-@pytest.mark.parametrize("name", [*SMALL, "dq_ieee39", "dq_ieee118"])
+@pytest.mark.parametrize(
+    "name", [*SMALL, "dq_ieee39", pytest.param("dq_ieee118", marks=pytest.mark.slow)]
+)
 def test_equilibrium_and_modes(name):
     system = build_system(name)
     assert (system.n_x, system.n_z) == SIZES[name]
@@ -223,6 +225,7 @@ def test_emt_gfl_two_disturbances_over_two_seconds():
     assert v[-1] < v[110] - 0.02  # the grid-voltage dip reaches the PCC
 
 
+@pytest.mark.slow
 def test_emt_gfl_delayed_control_trapezoid():
     """The controller states are declared, so the delayed-control trapezoid runs; its one-step
     lag costs accuracy against the simultaneous trapezoid at the same step."""

@@ -182,6 +182,7 @@ def test_bdf_integrates_a_fault_from_the_exact_equilibrium(full_ieee14) -> None:
     assert np.max(np.abs(bdf.x_eval - radau.x_eval)) < 1e-3
 
 
+@pytest.mark.slow
 def test_trapezoids_stop_a_state_at_its_non_windup_limit(full_ieee14) -> None:
     """Trip of line 2-5: TGOV1's valve Pv of gen6 (a condenser: it starts at VMIN = 0.3 pu,
     ieee14.dyr line 57) leaves its lower limit and returns to it at 0.41 s. With the

@@ -145,7 +145,7 @@ def test_a_second_process_loads_instead_of_compiling(tmp_path):
     assert any((tmp_path / "store" / "executables").iterdir())
 
 
-@pytest.mark.parametrize("case", ["ieee14", "robertson"])
+@pytest.mark.parametrize("case", [pytest.param("ieee14", marks=pytest.mark.slow), "robertson"])
 def test_tight_tolerance_is_met_within_ten_times(case):
     """rtol 1e-8: the error against a reference at 1e-12 stays within 10x the tolerance, on a
     network (ieee14, 1.1 s fault) and on Robertson's stiff kinetics (to t = 40)."""

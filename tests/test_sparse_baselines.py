@@ -67,7 +67,7 @@ def test_lsoda_refuses_the_dae_formulation():
     assert "formulation 'dae'" in result.message
 
 
-@pytest.mark.parametrize("name", ["ieee39", "dq_ieee39"])
+@pytest.mark.parametrize("name", ["ieee39", pytest.param("dq_ieee39", marks=pytest.mark.slow)])
 def test_sparse_and_dense_reduced_jacobians_agree(name):
     """The reduced kernels' Jacobians through the coloured pattern of ``models.sparsity``
     (g_z; the reduced J from the coloured unreduced J, and on the dq network from the
