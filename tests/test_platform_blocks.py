@@ -154,6 +154,50 @@ def test_short_runs_are_claimed_together_and_keep_their_leases_while_waiting(
     db.dispose()
 
 
+def test_held_runs_keep_their_leases_while_they_are_written(make_settings, small_spec) -> None:
+    """A batch's solved runs are published after their attempts have ended (``execute_batch``
+    holds them); a write slower than the lease (a 2 s pause inside the Zarr write, lease 1.5 s)
+    still keeps them: the batch's lease thread renews them meanwhile, so a worker polling for
+    expired leases takes none, and every run ends with one attempt."""
+    import threading
+
+    from raptorgrid import migrate
+    from raptorgrid.db import Database
+
+    settings = make_settings(lease_seconds=1.5, heartbeat_seconds=0.2, result_flush_seconds=0.0,
+                             zarr_write_pause_seconds=2.0)  # fmt: skip
+    migrate.upgrade(settings)
+    db = Database.from_settings(settings)
+    context = WorkerContext(settings=settings, db=db)
+    small_spec["initial_conditions"]["count"] = 1  # 2 runs
+    _, run_ids = campaign(context, small_spec)
+    stolen: list[int] = []
+    done = threading.Event()
+
+    def thief() -> None:  # takes any run of worker "t" whose lease has expired
+        while not done.wait(0.05):
+            with db.write() as session:
+                rows = [repo.get_run(session=session, run_id=r)[0] for r in run_ids]
+                running = [row.id for row in rows if row.status == "running"]
+                taken = repo.claim_runs(session=session, run_ids=running, worker="x",
+                                        now=utcnow(), lease_seconds=60, max_attempts=9)  # fmt: skip
+            stolen.extend(taken)
+
+    watcher = threading.Thread(target=thief, daemon=True)
+    watcher.start()
+    try:
+        outcomes = execute_batch(run_ids, worker="t", ctx=context)
+    finally:
+        done.set()
+        watcher.join(timeout=10)
+    assert stolen == [] and outcomes == ["succeeded"] * 2
+    with db.read() as session:
+        for run_id in run_ids:
+            run, _, _ = repo.get_run(session=session, run_id=run_id)
+            assert (run.status, run.attempts, run.worker) == ("succeeded", 1, "t")
+    db.dispose()
+
+
 def test_a_failing_run_in_a_batch_is_published_with_the_others(
     sqlite_settings, sqlite_db, small_spec
 ) -> None:

@@ -243,6 +243,7 @@ def execute_batch(
     bound = min(settings.result_flush_seconds,
                 (settings.lease_seconds - settings.heartbeat_seconds) / 2)  # fmt: skip
     held: list[Solved] = []
+    waiting: list[repo.Claim] = []  # claimed with the running group, not yet started
     outcomes: dict[int, str] = {}
     last = 0.0
     clock = LeaseClock(settings.heartbeat_seconds)
@@ -250,8 +251,11 @@ def execute_batch(
     def publish() -> None:
         if not held:
             return
-        try:
-            for s, outcome in zip(held, commit(ctx, held), strict=True):
+        try:  # their leases, and those of the runs waiting, renewed while written (slow store)
+            ahead = (*(s.claim for s in held[1:]), *waiting)
+            with Heartbeat(ctx, held[0].claim, tuple(run_ids[position:]), clock, ahead):
+                published = commit(ctx, held)
+            for s, outcome in zip(held, published, strict=True):
                 outcomes[s.claim.run_id] = outcome
         except TRANSIENT_ERRORS:
             raise  # left to their leases, as a run alone is
@@ -278,7 +282,7 @@ def execute_batch(
             group = run_ids[position : position + group_size(position)]
             position += len(group)
             claimed, seconds = claim_group(ctx, group, worker=worker)
-            waiting = [claimed[run_id][0] for run_id in group if run_id in claimed]
+            waiting[:] = [claimed[run_id][0] for run_id in group if run_id in claimed]
             mark = time.perf_counter()
             initial = {}
             if len(waiting) > 1:  # their leases renewed meanwhile (a cold compile may be long)
@@ -308,6 +312,8 @@ def execute_batch(
                 )  # fmt: skip
                 last = time.monotonic() - started + record["claim"]
     finally:
-        clock.close()
-        publish()  # what was solved is published even when a later run raised
+        try:
+            publish()  # what was solved is published even when a later run raised
+        finally:
+            clock.close()
     return [outcomes[run_id] for run_id in run_ids]

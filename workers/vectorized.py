@@ -1,14 +1,15 @@
 """A batch message's runs solved together, vectorized across them (``solvers.solve_batch``).
 
 A batch carries runs of one configuration (``raptorgrid.batching``); when its method can be
-solved as a batch (``solvers.api.batch_solver``) the worker claims the runs, builds
-them, solves them in one call and publishes them together (``workers.publish.commit``: one Zarr
-block, one SQL transaction). The guarantees are the one-at-a-time path's: each run is claimed
-with its own lease and attempt count; the leases are renewed together from a thread while the
-batch solves (``GroupLease``); only runs whose lease is still held are published, a run whose
-campaign was cancelled meanwhile is recorded as cancelled, and a crash before the commit leaves
-every run to its lease (requeued, recomputed; nothing half written). A run that fails inside
-the batch is solved again alone (``solve_batch``), so its failure is the one ``solve`` gives.
+solved as a batch (``solvers.api.batch_solver``) the worker claims the runs, builds them, solves
+them in one call and publishes them together (``workers.publish.commit``: one Zarr block, one
+SQL transaction). The guarantees are the one-at-a-time path's: each run is claimed with its own
+lease and attempt count; the leases are renewed together from a thread while the batch solves
+and while it is written (``GroupLease``); only runs whose lease is still held are published, a
+run whose campaign was cancelled meanwhile is recorded as cancelled, and a crash before the
+commit leaves every run to its lease (requeued, recomputed; nothing half written). A run that
+fails inside the batch is solved again alone (``solve_batch``), so its failure is the one
+``solve`` gives.
 """
 
 from __future__ import annotations
@@ -174,16 +175,16 @@ def execute_together(
                 else:
                     prepared.append(ready)
             solved = _solve(ctx, lease, prepared, records, finish_all) if prepared else []
-        # settled while solving (cancelled, or lost to another attempt): no longer pending
-        unsolved = {p.claim.run_id for p in prepared} - {s.claim.run_id for s in solved}
-        pending = [c for c in pending if c.run_id not in unsolved]
-        block = max(1, ctx.settings.result_block_max)
-        for i in range(0, len(solved), block):
-            part = solved[i : i + block]
-            for s, outcome in zip(part, commit(ctx, part), strict=True):
-                outcomes[s.claim.run_id] = outcome
-            # published and recorded: a later part's failure is not theirs
-            pending = [c for c in pending if c.run_id not in {s.claim.run_id for s in part}]
+            # settled while solving (cancelled, or lost to another attempt): no longer pending
+            unsolved = {p.claim.run_id for p in prepared} - {s.claim.run_id for s in solved}
+            pending = [c for c in pending if c.run_id not in unsolved]
+            block = max(1, ctx.settings.result_block_max)
+            for i in range(0, len(solved), block):  # the leases still renewed while written
+                part = solved[i : i + block]
+                for s, outcome in zip(part, commit(ctx, part), strict=True):
+                    outcomes[s.claim.run_id] = outcome
+                # published and recorded: a later part's failure is not theirs
+                pending = [c for c in pending if c.run_id not in {s.claim.run_id for s in part}]
         for claim in claims:  # lost while solving: left to the attempt that owns it now
             outcomes.setdefault(claim.run_id, "lease-lost")
     except (RunTimeLimit, *time_limit_errors):
