@@ -134,23 +134,44 @@ def postgres_server() -> str:
     return POSTGRES_ADMIN_URL
 
 
-@pytest.fixture(scope="session")
-def postgres_url(postgres_server: str) -> Iterator[str]:
-    """A fresh, uniquely named database for this test session, dropped at the end."""
+@contextlib.contextmanager
+def _fresh_database(admin_url: str) -> Iterator[str]:
+    """A new, uniquely named PostgreSQL database (its URL), dropped afterwards."""
     from sqlalchemy import create_engine, make_url, text
 
     name = f"raptorgrid_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(postgres_server, isolation_level="AUTOCOMMIT")
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as connection:
             connection.execute(text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:  # reported as the service being unusable
         admin.dispose()
         require_service("PostgreSQL", f"cannot create a database: {exc}")
-    yield make_url(postgres_server).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    try:
+        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A database of this test's own, dropped after it. Each test that starts workers or a
+    reconciler needs one: a reconciler re-sends every expired or stale run of its database to
+    its own queue, so a run an earlier test left unfinished in a shared database was solved by
+    the next test's worker (a CI run's worker-kill test timed out solving runs of other tests'
+    campaigns, 2026-12-05). Creating and dropping one costs ~0.2 s."""
+    with _fresh_database(postgres_server) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def session_postgres_url(postgres_server: str) -> Iterator[str]:
+    """One database for this test session, for tests of the repository alone (no workers, no
+    reconciler), dropped at the end."""
+    with _fresh_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -211,6 +232,17 @@ class WorkerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    EVENTS = ("received", "succeeded", "SIGKILL", "pausing", "not claimable", "failed", "lost")
+    """Words of the log lines that make a worker's timeline (``events``)."""
+
+    def events(self) -> str:
+        """The log's task and fault lines alone (tasks received and ended, kills, pauses): the
+        timeline a test prints when a wait fails."""
+        lines = self.log().splitlines()
+        return "\n".join(
+            line for line in lines if line.startswith("[") and any(w in line for w in self.EVENTS)
+        )
 
     def stacks(self) -> str:
         """The log after every process of the worker has written its threads' Python stacks
@@ -316,13 +348,15 @@ def small_spec() -> dict:
 
 
 @pytest.fixture(scope="session")
-def postgres_db(postgres_url: str, tmp_path_factory: pytest.TempPathFactory):
+def postgres_db(session_postgres_url: str, tmp_path_factory: pytest.TempPathFactory):
     """The session's PostgreSQL database, migrated (shared by the tests that need it)."""
     from raptorgrid import migrate
     from raptorgrid.db import Database
     from raptorgrid.settings import Settings
 
-    settings = Settings(data_dir=tmp_path_factory.mktemp("pg-data"), database_url=postgres_url)
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("pg-data"), database_url=session_postgres_url
+    )
     migrate.upgrade(settings)
     db = Database.from_settings(settings)
     yield db

@@ -60,9 +60,16 @@ def wait_finished(settings, campaign_id: int, timeout: float, worker, wait_until
         campaign, _, _ = campaign_rows(settings, campaign_id)
         return campaign.finished_at is not None
 
-    wait_until(
-        done, timeout, lambda: f"campaign {campaign_id}\n{worker.stacks()[-6000:]}", poll=0.5
-    )
+    def described() -> str:
+        _, runs, _ = campaign_rows(settings, campaign_id)
+        rows = "\n".join(
+            f"run {r.id}: {r.status}, attempt {r.attempts}, t {r.sim_time}, {r.worker}, {r.message}"
+            for r in runs
+        )
+        events, stacks = worker.events()[-6000:], worker.stacks()[-4000:]
+        return f"campaign {campaign_id}\n{rows}\n{events}\n{stacks}"
+
+    wait_until(done, timeout, described, poll=0.5)
     return campaign_rows(settings, campaign_id)
 
 
