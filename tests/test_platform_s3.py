@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import s3fs
 import xarray as xr
 from conftest import require_service, run_campaign_through_api
 from reliability_stack import _wait_port, free_port
@@ -48,10 +49,15 @@ def s3_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             require_service("S3 server", f"{exc}: {log.read_text(errors='replace')[-500:]}")
         import fsspec
 
-        fs, _ = fsspec.core.url_to_fs(f"s3://{BUCKET}", skip_instance_cache=True)
+        # fsspec reuses a filesystem per argument set, not per endpoint variable: one made for
+        # an earlier server of this process (the module's fixture is set up again when work
+        # stealing splits the module) would keep its closed port
+        s3fs.S3FileSystem.clear_instance_cache()
+        fs, _ = fsspec.core.url_to_fs(f"s3://{BUCKET}")
         fs.mkdir(BUCKET)
         yield f"s3://{BUCKET}/campaigns"
     finally:
+        s3fs.S3FileSystem.clear_instance_cache()
         process.terminate()
         process.wait(timeout=10)
         for key, value in saved.items():
