@@ -42,17 +42,40 @@ WORKER_START_BUDGET = 90.0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` first (a stable sort: file order within each group). With two
-    test processes the longest tests (worker kills, outages, big networks: 30-140 s each)
-    otherwise start wherever the alphabet puts them, and one starting last in a process ran on
-    alone past everything else; first, they overlap with each other and the short tests fill
-    the gaps (xdist's work stealing takes from the end of a queue)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    if "huge" not in (config.getoption("markexpr") or ""):  # only on request: ``-m huge``
+    """Tests marked ``huge`` only on request (``-m huge``); tests marked ``slow`` first in
+    every test process (``_slow_first_in_each_chunk``)."""
+    if "huge" not in (config.getoption("markexpr") or ""):
         huge = [item for item in items if item.get_closest_marker("huge") is not None]
         if huge:
             config.hook.pytest_deselected(items=huge)
             items[:] = [item for item in items if item.get_closest_marker("huge") is None]
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = _slow_first_in_each_chunk(items, workers)
+
+
+def _slow_first_in_each_chunk(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """The collection ordered so that each of ``workers`` test processes starts with its share
+    of the ``slow`` tests (worker kills, outages, big networks: 30-90 s each), dealt round-robin
+    in file order, then short tests. xdist's work stealing first hands each process one
+    contiguous chunk of the collection (sizes as computed here) and later steals from the end
+    of a process's queue; with all slow tests simply sorted first they all fell into the first
+    process's chunk, ran one after the other there, and the last of them (the reliability tests,
+    which mostly wait on their workers) ended the suite together, leaving cores idle. Dealt
+    out, they start early in every process, overlap with each other and with CPU-bound tests,
+    and the short tests at the chunks' ends are what gets stolen. Every process computes the
+    same order (xdist requires identical collections)."""
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    fast = [item for item in items if item.get_closest_marker("slow") is None]
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for chunk in range(workers):
+        size = remaining // (workers - chunk)  # xdist's initial share of what is left
+        remaining -= size
+        dealt = slow[chunk::workers]
+        filler = max(0, size - len(dealt))
+        ordered += dealt + fast[:filler]
+        fast = fast[filler:]
+    return ordered + fast  # empty unless a chunk held more slow tests than its share
 
 
 def require_service(name: str, problem: str) -> None:
