@@ -81,6 +81,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.throughput import submit  # noqa: E402  (one campaign submission)
+from tests.reliability_stack import fresh_database  # noqa: E402  (as the tests' databases)
 
 log = logging.getLogger("broker_outage")
 
@@ -229,23 +230,6 @@ class Worker:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
-
-
-@contextlib.contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    """A uniquely named PostgreSQL database, dropped afterwards (as the tests' fixture)."""
-    from sqlalchemy import create_engine, make_url, text
-
-    name = f"raptorgrid_bench_outage_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @contextlib.contextmanager
@@ -599,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown configurations {sorted(unknown)}: use after, before")
     rows: list[dict] = []
-    with fresh_database(args.admin_url) as database_url:
+    with fresh_database(args.admin_url, "raptorgrid_bench_outage") as database_url:
         counts: dict[str, int] = {}
         for config in sequence:
             counts[config] = counts.get(config, 0) + 1

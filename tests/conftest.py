@@ -159,23 +159,15 @@ def postgres_server() -> str:
 
 @contextlib.contextmanager
 def _fresh_database(admin_url: str) -> Iterator[str]:
-    """A new, uniquely named PostgreSQL database (its URL), dropped afterwards."""
-    from sqlalchemy import create_engine, make_url, text
+    """``reliability_stack.fresh_database``, a refusal reported as the service being unusable."""
+    from reliability_stack import fresh_database
 
-    name = f"raptorgrid_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # reported as the service being unusable
-        admin.dispose()
-        require_service("PostgreSQL", f"cannot create a database: {exc}")
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(fresh_database(admin_url))
+        except Exception as exc:  # noqa: BLE001 - whatever the server said
+            require_service("PostgreSQL", f"cannot create a database: {exc}")
+        yield url
 
 
 @pytest.fixture

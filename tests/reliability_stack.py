@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,6 +169,26 @@ def postgres_server(host: str = "127.0.0.1") -> Iterator[PostgresServer]:
         with contextlib.suppress(Exception):
             server.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def fresh_database(admin_url: str, prefix: str = "raptorgrid_test") -> Iterator[str]:
+    """A new, uniquely named PostgreSQL database (its URL, from the server's admin URL),
+    dropped afterwards whatever happened. Raises when the server refuses to create it."""
+    from sqlalchemy import create_engine, make_url, text
+
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        try:
+            yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
 
 
 @contextlib.contextmanager
