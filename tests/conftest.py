@@ -176,7 +176,7 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
     reconciler needs one: a reconciler re-sends every expired or stale run of its database to
     its own queue, so a run an earlier test left unfinished in a shared database was solved by
     the next test's worker (a CI run's worker-kill test timed out solving runs of other tests'
-    campaigns, 2026-12-05). Creating and dropping one costs ~0.2 s."""
+    campaigns, 2026-12-05). Creating and dropping one costs ~0.2-1 s."""
     with _fresh_database(postgres_server) as url:
         yield url
 
