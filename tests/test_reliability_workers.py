@@ -34,7 +34,7 @@ T_END = 10.0
 
 
 def slow_spec(count: int, name: str = "slow") -> dict:
-    """``count`` runs of about 2 s each on one CPU (radau at rtol 1e-8 over 10 s)."""
+    """``count`` runs of 3-4 s CPU each under the suite's XLA flags (radau, rtol 1e-8, 10 s)."""
     return {
         "name": name,
         "network": "wscc9",
