@@ -43,14 +43,21 @@ log = logging.getLogger(__name__)
 ENV = "RAPTORGRID_JAX_CACHE_DIR"
 DEFAULT_DIR = Path("~/.cache/raptorgrid/jax")
 _LOCK = threading.Lock()
+_configured: list[Path] = []
+"""The directory ``enable_persistent_cache`` last pointed JAX at: the store's directory when
+``RAPTORGRID_JAX_CACHE_DIR`` is unset later (the test suite clears ``RAPTORGRID_*`` variables
+around each test; its own processes keep the store beside their XLA cache)."""
 
 
 def cache_dir() -> Path | None:
-    """The store's directory (created on demand), or None when disabled."""
+    """The store's directory (created on demand), or None when disabled:
+    ``RAPTORGRID_JAX_CACHE_DIR``, else the directory this process enabled, else the default."""
     value = os.environ.get(ENV, "")
     if value.lower() == "off":
         return None
-    return Path(value or DEFAULT_DIR).expanduser()
+    if value:
+        return Path(value).expanduser()
+    return _configured[-1] if _configured else DEFAULT_DIR.expanduser()
 
 
 def enable_persistent_cache(directory: Path | None = None) -> None:
@@ -61,6 +68,7 @@ def enable_persistent_cache(directory: Path | None = None) -> None:
         return
     xla = directory / "xla"
     xla.mkdir(parents=True, exist_ok=True)
+    _configured.append(Path(directory).expanduser())
     jax.config.update("jax_compilation_cache_dir", str(xla))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
@@ -236,8 +244,11 @@ def _compile(build: Callable[[], Callable], example_args: tuple) -> tuple[Any, f
         return fn(*args)
 
     start = time.perf_counter()
+    lowered = jax.jit(fresh).lower(*example_args)
+    # only the program's own compile counts: tracing may compile small programs that the
+    # persistent cache hands back (diffrax's solve does), which do not make this one a copy
     with _persistent_cache_hits() as hits:
-        executable = jax.jit(fresh).lower(*example_args).compile()
+        executable = lowered.compile()
     return executable, time.perf_counter() - start, hits
 
 

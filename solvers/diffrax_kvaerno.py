@@ -34,6 +34,10 @@ polynomial, whose error is O(h^6), below the method's own.
 
 from __future__ import annotations
 
+import models.jaxconfig  # noqa: F401  (before diffrax: Equinox reads EQX_ON_ERROR on import)
+
+# isort: split
+
 from collections.abc import Callable
 from typing import Any, ClassVar
 

@@ -91,6 +91,7 @@ class _Stage(_Carried):
         self.step = step
         super().__init__(0 if sparse else system.n_x + system.n_z)
         self.compile_seconds = self.sparse.compile_seconds if self.sparse is not None else 0.0
+        self.load_seconds = 0.0  # the dense step's compile or load is counted by the stepper
 
     def advance(self, x, z, f, h: float, p, x_held, z_held, tol, max_iter):
         """The step from (x, z, f) over h; the states outside the mask stay at ``x_held``
@@ -109,7 +110,7 @@ class _ControllerStage(_Carried):
     controller states' size."""
 
     def __init__(self, system: DAESystem, index: np.ndarray) -> None:
-        self.step, self.compile_seconds = compiled_controller_step(system, index)
+        self.step, self.compile_seconds, self.load_seconds = compiled_controller_step(system, index)
         super().__init__(len(index))
 
     def advance(self, x, z, f, h: float, p, x_held, z_held, tol, max_iter):
@@ -161,8 +162,9 @@ def trapezoid_steps(method: str):
         controllers = controller_mask(system) if delayed else None
         kernels, compile_seconds = kernels_for(system)
         sparse = _sparse(system, options.linear_solver)
-        step, step_compile = (None, 0.0) if sparse else compiled_step(system)
+        step, step_compile, step_load = (None, 0.0, 0.0) if sparse else compiled_step(system)
         stats.compile_seconds += compile_seconds + step_compile
+        stats.load_seconds += step_load
         if controllers is None:
             stages = [_Stage(system, step, np.ones(system.n_x), sparse)]
         else:
@@ -171,6 +173,7 @@ def trapezoid_steps(method: str):
                 _ControllerStage(system, np.flatnonzero(controllers)),
             ]
         stats.compile_seconds += sum(stage.compile_seconds for stage in stages)
+        stats.load_seconds += sum(stage.load_seconds for stage in stages)
         x, z = initial_state(system, scenario)
         for segment in segments(system, scenario):
             ode, z = begin_segment(system, kernels, segment, x, z, stats, builder)

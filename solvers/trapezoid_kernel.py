@@ -32,6 +32,7 @@ from jax.scipy.linalg import lu_factor, lu_solve
 import models.jaxconfig  # noqa: F401
 from models.dae import DAESystem
 from models.devices.base import limiter_view
+from models.executables import load_or_compile
 from models.kernels import as_device_params
 
 RATE_LIMIT = 0.2
@@ -255,9 +256,9 @@ def _controller_step_function(system: DAESystem, index: np.ndarray):
 _CONTROLLER_CACHE: weakref.WeakKeyDictionary[DAESystem, Any] = weakref.WeakKeyDictionary()
 
 
-def compiled_controller_step(system: DAESystem, index: np.ndarray) -> tuple[Any, float]:
-    """The AOT-compiled controller stage of ``system`` (controller states ``index``) and the
-    compile seconds spent by this call."""
+def compiled_controller_step(system: DAESystem, index: np.ndarray) -> tuple[Any, float, float]:
+    """The compiled controller stage of ``system`` (controller states ``index``) and the
+    seconds this call spent compiling and loading it."""
     m = len(index)
 
     def example():
@@ -266,7 +267,11 @@ def compiled_controller_step(system: DAESystem, index: np.ndarray) -> tuple[Any,
         return (x, z, x, scalar, p, x, z, *lu, jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
 
     return _compiled_once(
-        _CONTROLLER_CACHE, system, lambda: _controller_step_function(system, index), example
+        _CONTROLLER_CACHE,
+        system,
+        ("trapezoid controller step", tuple(int(i) for i in index)),
+        lambda: _controller_step_function(system, index),
+        example,
     )
 
 
@@ -277,17 +282,20 @@ def _examples(system: DAESystem):
     return x, z, jnp.asarray(0.0, jnp.float64), as_device_params(system.params)
 
 
-def _compiled_once(cache, system: DAESystem, build, example) -> tuple[Any, float]:
-    """``build()`` AOT-compiled for ``example()``'s arguments, once per system in ``cache``;
-    returns it and the compile seconds spent by this call."""
+def _compiled_once(
+    cache, system: DAESystem, key: tuple, build, example
+) -> tuple[Any, float, float]:
+    """``build()`` compiled for ``example()``'s arguments, kept in ``cache`` per system and
+    shared with other processes through the executable store under ``key``
+    (``models.executables``: a second worker loads it instead of tracing and compiling it);
+    returns it and the seconds this call spent compiling and loading."""
     with _LOCK:
         cached = cache.get(system)
         if cached is not None:
-            return cached, 0.0
-        start = time.perf_counter()
-        compiled = jax.jit(build()).lower(*example()).compile()
+            return cached, 0.0, 0.0
+        compiled, compile_s, load_s = load_or_compile(system, key, build, example())
         cache[system] = compiled
-        return compiled, time.perf_counter() - start
+        return compiled, compile_s, load_s
 
 
 def _step_function(system: DAESystem):
@@ -313,8 +321,9 @@ _CACHE: weakref.WeakKeyDictionary[DAESystem, Any] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def compiled_step(system: DAESystem) -> tuple[Any, float]:
-    """The AOT-compiled step of ``system`` and the compile seconds spent by this call."""
+def compiled_step(system: DAESystem) -> tuple[Any, float, float]:
+    """The compiled step of ``system`` and the seconds this call spent compiling and loading
+    it."""
     n = system.n_x + system.n_z
 
     def example():
@@ -322,7 +331,9 @@ def compiled_step(system: DAESystem) -> tuple[Any, float]:
         lu = (jnp.zeros((n, n), jnp.float64), jnp.zeros(n, jnp.int32))
         return (x, z, x, scalar, p, x, x, *lu, jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
 
-    return _compiled_once(_CACHE, system, lambda: _step_function(system), example)
+    return _compiled_once(
+        _CACHE, system, ("trapezoid step",), lambda: _step_function(system), example
+    )
 
 
 def run_step(compiled, *args) -> StepOutcome:

@@ -29,6 +29,11 @@ the same IEEE arithmetic; speed is measured by ``benchmarks/`` with the default 
 if "XLA_FLAGS" not in os.environ:
     os.environ["XLA_FLAGS"] = TEST_XLA_FLAGS
 
+if os.environ.get("RAPTORGRID_TEST_JAX_CACHE_DIR"):
+    # the tests' own processes compile into the same folder as the workers they start (the
+    # executable store keeps it when ``_no_ambient_settings`` clears the variable)
+    os.environ["RAPTORGRID_JAX_CACHE_DIR"] = os.environ["RAPTORGRID_TEST_JAX_CACHE_DIR"]
+
 import models.jaxconfig  # noqa: E402, F401  (float64 in JAX for every test, before any array)
 
 POSTGRES_ADMIN_URL = os.environ.get(

@@ -125,3 +125,55 @@ def test_a_redis_lock_serializes_first_compiles_without_the_file_lock(
         assert fallback[1] > 0.0 and list(tmp_path.rglob("*.lock"))
     finally:
         executables.set_compile_lock(None)
+
+
+def _unique_linear_index1():
+    """``linear_index1`` with a constant new to every test run in its equations (so JAX's own
+    persistent cache cannot hand back its programs) and x2 declared a controller state."""
+    import dataclasses
+
+    base = linear_index1()
+    offset = 1e-9 * (time.time_ns() % 1_000_000 + 1)
+
+    def f(x, z, p):
+        return base.f(x, z, p) * (1.0 + offset)
+
+    return dataclasses.replace(base, f=f, controller_states=("x2",))
+
+
+def test_diffrax_and_trapezoid_programs_are_loaded_by_another_process(tmp_path, monkeypatch):
+    """Diffrax's segment solves and the trapezoid's steps go through the store like RAPTOR's
+    attempt: a second process (a fresh system object of the same structure stands for one)
+    loads them instead of tracing and compiling them again, and integrates identically.
+    Diffrax's programs can be stored only without Equinox's host callbacks
+    (``EQX_ON_ERROR=nan``, ``models.jaxconfig``)."""
+    import dataclasses
+
+    from models.scenarios import make_scenario
+    from solvers.api import solve
+    from solvers.catalogue import DiffraxOptions
+    from solvers.diffrax_methods import _Key, compiled_segment_solver
+    from solvers.trapezoid_kernel import compiled_controller_step, compiled_step
+
+    monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
+    first = _unique_linear_index1()
+    scenario = make_scenario(first, None, t_end=0.2, n_eval=11)
+    methods = {"kvaerno5": {"rtol": 1e-6}, "trapezoid": {"dt": 1e-3}}
+    methods["trapezoid-delayed"] = {"dt": 1e-3}
+    ran = {m: solve(first, scenario, m, **opts) for m, opts in methods.items()}
+    assert all(r.succeeded for r in ran.values()), {m: r.message for m, r in ran.items()}
+    assert all(r.stats.load_seconds == 0.0 for r in ran.values())
+
+    second = dataclasses.replace(first)  # same equations, nothing of it cached in memory
+    key = _Key("kvaerno5", 16, DiffraxOptions().max_steps, False)  # what ``solve`` compiled
+    for get in (
+        lambda s: compiled_segment_solver(s, key),
+        compiled_step,
+        lambda s: compiled_controller_step(s, np.array([1])),
+    ):
+        _, compile_s, load_s = get(second)
+        assert compile_s == 0.0 and load_s > 0.0
+    for method, options in methods.items():
+        again = solve(dataclasses.replace(first), scenario, method, **options)
+        assert again.stats.load_seconds > 0.0, method
+        np.testing.assert_array_equal(again.x_eval, ran[method].x_eval)
