@@ -29,6 +29,7 @@ import pickle
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager, contextmanager
 from functools import cache
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 ENV = "RAPTORGRID_JAX_CACHE_DIR"
 DEFAULT_DIR = Path("~/.cache/raptorgrid/jax")
 _LOCK = threading.Lock()
-_configured: list[Path] = []
+_enabled_dir: Path | None = None
 """The directory ``enable_persistent_cache`` last pointed JAX at: the store's directory when
 ``RAPTORGRID_JAX_CACHE_DIR`` is unset later (the test suite clears ``RAPTORGRID_*`` variables
 around each test; its own processes keep the store beside their XLA cache)."""
@@ -57,18 +58,19 @@ def cache_dir() -> Path | None:
         return None
     if value:
         return Path(value).expanduser()
-    return _configured[-1] if _configured else DEFAULT_DIR.expanduser()
+    return _enabled_dir if _enabled_dir is not None else DEFAULT_DIR.expanduser()
 
 
 def enable_persistent_cache(directory: Path | None = None) -> None:
     """Point JAX's persistent compilation cache at ``directory/xla`` (every compile, however
     short: its default 1 s threshold would cache nothing here)."""
+    global _enabled_dir
     directory = directory if directory is not None else cache_dir()
     if directory is None:
         return
     xla = directory / "xla"
     xla.mkdir(parents=True, exist_ok=True)
-    _configured.append(Path(directory).expanduser())
+    _enabled_dir = Path(directory).expanduser()
     jax.config.update("jax_compilation_cache_dir", str(xla))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
@@ -190,7 +192,9 @@ def load_or_compile(
     compile seconds, load seconds)."""
     path = _path((system_fingerprint(system), key))
     if path is None:
-        return _compile(build, example_args)[:2] + (0.0,)
+        start = time.perf_counter()
+        executable = _compile(_lower(build, example_args))[0]
+        return executable, time.perf_counter() - start, 0.0
     _fetch(path)
     loaded = _load(path)
     if loaded is not None:
@@ -203,16 +207,54 @@ def load_or_compile(
         loaded = _load(path)
         if loaded is not None:
             return loaded[0], 0.0, loaded[1]
-        executable, seconds, hits = _compile(build, example_args)
-        # an executable that JAX's persistent cache handed back was itself deserialized, and
-        # serializing it again drops its kernels ("Function ... not found" when the copy
-        # runs): store only what was really compiled here. (Compiling it once more inside
-        # ``enable_compilation_cache(False)`` does not help: JAX decides once per process
-        # whether that cache is used, and the copies stored so were broken too, 2026-12-04.)
+        start = time.perf_counter()
+        lowered = _lower(build, example_args)
+        executable, hits = _compile(lowered, _entry_options(path.stem))
+        if hits:  # this entry was compiled before and lost from the store: compile anew
+            executable, hits = _compile(lowered, _entry_options(os.urandom(8).hex()))
         if not hits:
             _store(path, executable)
             _publish(path)
-    return executable, seconds, 0.0
+    return executable, time.perf_counter() - start, 0.0
+
+
+_IN_PROCESS: weakref.WeakKeyDictionary[Any, dict[tuple, Any]] = weakref.WeakKeyDictionary()
+_IN_PROCESS_LOCKS: weakref.WeakKeyDictionary[Any, dict[tuple, threading.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def compiled_once(
+    system, key: tuple, build: Callable[[], Callable], example_args: Callable[[], tuple]
+) -> tuple[Any, float, float]:
+    """``load_or_compile`` behind this process's cache of ``system``'s executables (kept while
+    the system lives): (executable, compile seconds, load seconds), both 0 when this process
+    already has it. ``example_args()`` is called only when it does not. Concurrent first calls
+    for the same system and key wait for one compile; other keys proceed."""
+    with _LOCK:
+        executables = _IN_PROCESS.setdefault(system, {})
+        lock = _IN_PROCESS_LOCKS.setdefault(system, {}).setdefault(key, threading.Lock())
+    with lock:
+        executable = executables.get(key)
+        if executable is not None:
+            return executable, 0.0, 0.0
+        executable, compile_s, load_s = load_or_compile(system, key, build, example_args())
+        executables[key] = executable
+        return executable, compile_s, load_s
+
+
+def _entry_options(tag: str) -> dict[str, int]:
+    """Compile options that make JAX's persistent-cache key of a stored program its own.
+
+    JAX's cache keys the lowered program (and the compile options), the store keys the
+    numerical sources: after an edit of ``models``/``solvers`` that leaves a program unchanged,
+    JAX's cache would hand back the program compiled under the old sources, and such a copy
+    cannot be stored (serializing a deserialized executable drops its kernels: "Function ...
+    not found" when the copy runs, 2026-12-04), so every process would trace and lower it
+    again. A debug option that only bounds what a buffer-assignment dump prints, set to a value
+    drawn from the store entry's name (which hashes the sources and the key), gives each entry
+    its own JAX key: the first compile under new sources is a real one, and is stored."""
+    return {"xla_debug_buffer_assignment_show_max": int(tag[:12], 16)}
 
 
 def _load(path: Path) -> tuple[Any, float] | None:
@@ -233,23 +275,26 @@ def _load(path: Path) -> tuple[Any, float] | None:
     return executable, time.perf_counter() - start
 
 
-def _compile(build: Callable[[], Callable], example_args: tuple) -> tuple[Any, float, list]:
-    """Compile ``build()`` for ``example_args``: (executable, seconds, persistent-cache hits).
-    The function is wrapped anew, so JAX's in-memory trace and compilation caches (keyed by
-    the function) cannot hand back an executable compiled earlier in this process, perhaps
-    from the persistent cache, without it being counted here."""
+def _lower(build: Callable[[], Callable], example_args: tuple):
+    """``build()`` traced and lowered for ``example_args``. The function is wrapped anew, so
+    JAX's in-memory trace and compilation caches (keyed by the function) cannot hand back an
+    executable compiled earlier in this process, perhaps from the persistent cache, without
+    it being counted by ``_compile``."""
     fn = build()
 
     def fresh(*args):
         return fn(*args)
 
-    start = time.perf_counter()
-    lowered = jax.jit(fresh).lower(*example_args)
-    # only the program's own compile counts: tracing may compile small programs that the
-    # persistent cache hands back (diffrax's solve does), which do not make this one a copy
+    return jax.jit(fresh).lower(*example_args)
+
+
+def _compile(lowered, options: dict | None = None) -> tuple[Any, list]:
+    """(executable, persistent-cache hits) of compiling ``lowered``. Only the
+    program's own compile counts: tracing may compile small programs that the persistent cache
+    hands back (diffrax's solve does), which do not make this one a copy."""
     with _persistent_cache_hits() as hits:
-        executable = lowered.compile()
-    return executable, time.perf_counter() - start, hits
+        executable = lowered.compile(options)
+    return executable, hits
 
 
 CompileLock = Callable[[str], AbstractContextManager]

@@ -29,8 +29,6 @@ import models.jaxconfig  # noqa: F401  (before diffrax: Equinox reads EQX_ON_ERR
 
 # isort: split
 
-import threading
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -40,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from models.dae import DAESystem, Scenario
-from models.executables import load_or_compile
+from models.executables import compiled_once
 from models.kernels import as_device_params, kernels_for
 from solvers.catalogue import DiffraxOptions
 from solvers.diffrax_kvaerno import kvaerno5
@@ -101,10 +99,6 @@ class _Key:
     first_step: bool
 
 
-_CACHE: weakref.WeakKeyDictionary[DAESystem, dict[_Key, Callable]] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
 def save_buffer_size(n_samples: int) -> int:
     """The padded length of the per-segment sample buffer."""
     return max(SAVE_BUFFER_MIN, 1 << max(0, int(n_samples) - 1).bit_length())
@@ -145,26 +139,20 @@ def _segment_function(system: DAESystem, key: _Key) -> Callable:
 
 def compiled_segment_solver(system: DAESystem, key: _Key) -> tuple[Callable, float, float]:
     """The compiled segment solve and the seconds this call spent compiling and loading it
-    (both 0 when this process has it): kept per system and key, and shared with other
-    processes through the executable store (``models.executables``; a second worker loads it
-    instead of tracing and compiling diffrax's solve, ~30 s for Kvaerno5 on ieee14)."""
-    with _LOCK:
-        per_system = _CACHE.setdefault(system, {})
-        if key in per_system:
-            return per_system[key], 0.0, 0.0
+    (both 0 when this process has it; ``models.executables``: a second worker loads it instead
+    of tracing and compiling diffrax's solve, ~30 s for Kvaerno5 on ieee14)."""
+
+    def example_args() -> tuple:
         x = jnp.asarray(system.x0, jnp.float64)
         z = jnp.asarray(system.z0, jnp.float64)
-        p = as_device_params(system.params)
         scalar = jnp.asarray(0.0, jnp.float64)
         ts = jnp.zeros(key.n_save, jnp.float64)
-        compiled, compile_s, load_s = load_or_compile(
-            system,
-            ("diffrax segment", key.method, key.n_save, key.max_steps, key.first_step),
-            lambda: _segment_function(system, key),
-            (x, z, p, scalar, scalar, ts, scalar, scalar, scalar, scalar),
-        )
-        per_system[key] = compiled
-        return compiled, compile_s, load_s
+        p = as_device_params(system.params)
+        return (x, z, p, scalar, scalar, ts, scalar, scalar, scalar, scalar)
+
+    return compiled_once(
+        system, ("diffrax segment", key), lambda: _segment_function(system, key), example_args
+    )
 
 
 def diffrax_segments(method: str):

@@ -36,9 +36,7 @@ A batch is split into programs of ``width`` members whose stored steps stay unde
 
 from __future__ import annotations
 
-import threading
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +46,7 @@ import numpy as np
 
 import models.jaxconfig  # noqa: F401
 from models.dae import DAESystem, Scenario
-from models.executables import load_or_compile
+from models.executables import compiled_once
 from models.kernels import newton_solver
 from solvers.catalogue import TrapezoidOptions
 from solvers.reduced import ALGEBRAIC_TOL
@@ -305,25 +303,14 @@ def _recover_function(system: DAESystem):
     return run
 
 
-_CACHE: weakref.WeakKeyDictionary[DAESystem, dict] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
 def _compiled(system: DAESystem, role: str, fn_of, args) -> tuple[Any, float, float]:
-    """``fn_of(system)`` compiled for the shapes of ``args``: kept in this process per system,
-    role and shapes, and shared with other processes through the executable store
-    (``models.executables``: a second worker loads it instead of compiling). Returns it and
-    the seconds this call spent compiling and loading."""
+    """``fn_of(system)`` compiled for the shapes of ``args`` (``models.executables``: kept in
+    this process, loaded by other processes). Returns it and the seconds this call spent
+    compiling and loading."""
     shapes = tuple(np.shape(a) for a in jax.tree_util.tree_leaves(args))
-    key = (f"trapezoid batch {role}", shapes)
-    with _LOCK:
-        per_system = _CACHE.setdefault(system, {})
-        hit = per_system.get(key)
-        if hit is not None:
-            return hit, 0.0, 0.0
-        executable, compile_s, load_s = load_or_compile(system, key, lambda: fn_of(system), args)
-        per_system[key] = executable
-        return executable, compile_s, load_s
+    return compiled_once(
+        system, (f"trapezoid batch {role}", shapes), lambda: fn_of(system), lambda: args
+    )
 
 
 def _chunks(system: DAESystem, scenarios: list[Scenario], dt: float) -> list[list[int]]:

@@ -32,7 +32,7 @@ from jax.scipy.linalg import lu_factor, lu_solve
 import models.jaxconfig  # noqa: F401
 from models.dae import DAESystem
 from models.devices.base import limiter_view
-from models.executables import load_or_compile
+from models.executables import compiled_once
 from models.kernels import as_device_params
 
 RATE_LIMIT = 0.2
@@ -253,9 +253,6 @@ def _controller_step_function(system: DAESystem, index: np.ndarray):
     return step
 
 
-_CONTROLLER_CACHE: weakref.WeakKeyDictionary[DAESystem, Any] = weakref.WeakKeyDictionary()
-
-
 def compiled_controller_step(system: DAESystem, index: np.ndarray) -> tuple[Any, float, float]:
     """The compiled controller stage of ``system`` (controller states ``index``) and the
     seconds this call spent compiling and loading it."""
@@ -266,8 +263,7 @@ def compiled_controller_step(system: DAESystem, index: np.ndarray) -> tuple[Any,
         lu = (jnp.zeros((m, m), jnp.float64), jnp.zeros(m, jnp.int32))
         return (x, z, x, scalar, p, x, z, *lu, jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
 
-    return _compiled_once(
-        _CONTROLLER_CACHE,
+    return compiled_once(
         system,
         ("trapezoid controller step", tuple(int(i) for i in index)),
         lambda: _controller_step_function(system, index),
@@ -280,22 +276,6 @@ def _examples(system: DAESystem):
     x = jnp.asarray(system.x0, jnp.float64)
     z = jnp.asarray(system.z0, jnp.float64)
     return x, z, jnp.asarray(0.0, jnp.float64), as_device_params(system.params)
-
-
-def _compiled_once(
-    cache, system: DAESystem, key: tuple, build, example
-) -> tuple[Any, float, float]:
-    """``build()`` compiled for ``example()``'s arguments, kept in ``cache`` per system and
-    shared with other processes through the executable store under ``key``
-    (``models.executables``: a second worker loads it instead of tracing and compiling it);
-    returns it and the seconds this call spent compiling and loading."""
-    with _LOCK:
-        cached = cache.get(system)
-        if cached is not None:
-            return cached, 0.0, 0.0
-        compiled, compile_s, load_s = load_or_compile(system, key, build, example())
-        cache[system] = compiled
-        return compiled, compile_s, load_s
 
 
 def _step_function(system: DAESystem):
@@ -317,7 +297,6 @@ def _step_function(system: DAESystem):
     return step
 
 
-_CACHE: weakref.WeakKeyDictionary[DAESystem, Any] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
@@ -331,9 +310,7 @@ def compiled_step(system: DAESystem) -> tuple[Any, float, float]:
         lu = (jnp.zeros((n, n), jnp.float64), jnp.zeros(n, jnp.int32))
         return (x, z, x, scalar, p, x, x, *lu, jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
 
-    return _compiled_once(
-        _CACHE, system, ("trapezoid step",), lambda: _step_function(system), example
-    )
+    return compiled_once(system, ("trapezoid step",), lambda: _step_function(system), example)
 
 
 def run_step(compiled, *args) -> StepOutcome:

@@ -177,3 +177,71 @@ def test_diffrax_and_trapezoid_programs_are_loaded_by_another_process(tmp_path, 
         again = solve(dataclasses.replace(first), scenario, method, **options)
         assert again.stats.load_seconds > 0.0, method
         np.testing.assert_array_equal(again.x_eval, ran[method].x_eval)
+
+
+_EDITED_PROCESS = """
+import sys
+
+import jax
+import jax.numpy as jnp
+from dae_examples import linear_index1
+
+from models import executables
+
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+executables.source_fingerprint = lambda: "sources after an edit"
+offset = float(sys.argv[2])
+
+
+def build():
+    return lambda x, z, p: jnp.sum(x**2) + jnp.sum(z**2) * p["k"] + offset
+
+
+args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
+executable, compile_s, load_s = executables.load_or_compile(
+    linear_index1(), ("test", "edited sources"), build, args
+)
+print(compile_s > 0.0, float(executable(*args)))
+"""
+
+
+def test_the_store_refills_after_an_edit_of_the_sources(tmp_path, monkeypatch):
+    """An edit of ``models``/``solvers`` changes every store key but not the programs it left
+    alone, which JAX's persistent cache (keyed on the program) still holds. The first process
+    under the new sources must compile such a program for real and store it, so that later
+    processes load it instead of tracing and lowering it (a copy handed back by JAX's cache
+    cannot be stored). Another process stands for the edited sources."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import jax
+
+    from models import executables
+
+    monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
+    system = linear_index1()
+    args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
+    offset = float(time.time_ns() % 1_000_000) + 0.75
+    key = ("test", "edited sources")
+    first = load_or_compile(system, key, _builder(offset), args)
+    assert first[1] > 0.0 and len(list(tmp_path.rglob("*.pkl"))) == 1
+
+    xla = jax.config.jax_compilation_cache_dir
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", _EDITED_PROCESS, xla, repr(offset)],
+        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parents[1],
+        env={**os.environ, "PYTHONPATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", repr(2.5 + offset)]
+    assert len(list(tmp_path.rglob("*.pkl"))) == 2  # stored under the edited sources' key
+
+    monkeypatch.setattr(executables, "source_fingerprint", lambda: "sources after an edit")
+    later = load_or_compile(linear_index1(), key, _builder(offset), args)
+    assert later[1] == 0.0 and later[2] > 0.0
+    assert float(later[0](*args)) == 2.5 + offset
