@@ -31,10 +31,7 @@ SUNDIALS' sparse direct solver (SuperLU_MT) on the network's Jacobian pattern, i
 
 from __future__ import annotations
 
-import threading
-import time
 import warnings
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +42,7 @@ import numpy as np
 
 import models.jaxconfig  # noqa: F401
 from models.dae import DAESystem, Scenario
+from models.executables import compiled_once
 from models.kernels import as_device_params, kernels_for
 from models.sparsity import JacobianStructure, jacobian_structure
 from solvers.catalogue import IdaOptions
@@ -101,31 +99,29 @@ def _kernel_functions(system: DAESystem):
         zp = -jnp.linalg.solve(g_z(x, z, p), g_x(x, z, p) @ xp)
         return jnp.concatenate([xp, zp])
 
-    return residual, iteration_matrix, derivative
+    return {"residual": residual, "iteration_matrix": iteration_matrix, "derivative": derivative}
 
 
-_CACHE: weakref.WeakKeyDictionary[DAESystem, IdaKernels] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
-def ida_kernels(system: DAESystem) -> tuple[IdaKernels, float]:
-    """The compiled IDA kernels of ``system`` and the compile seconds spent by this call."""
-    with _LOCK:
-        cached = _CACHE.get(system)
-        if cached is not None:
-            return cached, 0.0
-        start = time.perf_counter()
-        x = jnp.asarray(system.x0, jnp.float64)
-        z = jnp.asarray(system.z0, jnp.float64)
-        p = as_device_params(system.params)
-        residual, matrix, derivative = _kernel_functions(system)
-        kernels = IdaKernels(
-            residual=jax.jit(residual).lower(x, z, x, p).compile(),
-            iteration_matrix=jax.jit(matrix).lower(x, z, p, jnp.asarray(1.0)).compile(),
-            derivative=jax.jit(derivative).lower(x, z, p).compile(),
+def ida_kernels(system: DAESystem) -> tuple[IdaKernels, float, float]:
+    """The compiled IDA kernels of ``system`` and the seconds this call spent compiling and
+    loading them (``models.executables``: kept in this process, loaded by other processes)."""
+    x = jnp.asarray(system.x0, jnp.float64)
+    z = jnp.asarray(system.z0, jnp.float64)
+    p = as_device_params(system.params)
+    functions = _kernel_functions(system)
+    examples = {
+        "residual": (x, z, x, p),
+        "iteration_matrix": (x, z, p, jnp.asarray(1.0)),
+        "derivative": (x, z, p),
+    }
+    compiled, compile_s, load_s = {}, 0.0, 0.0
+    for role, function in functions.items():
+        compiled[role], seconds, loading = compiled_once(
+            system, ("ida", role), lambda fn=function: fn, lambda args=examples[role]: args
         )
-        _CACHE[system] = kernels
-        return kernels, time.perf_counter() - start
+        compile_s += seconds
+        load_s += loading
+    return IdaKernels(**compiled), compile_s, load_s
 
 
 class _Callbacks:
@@ -200,8 +196,9 @@ def ida_steps(method: str = "ida"):
     ) -> Iterator[Advance]:
         ida_class = _import_ida()
         kernels, compile_seconds = kernels_for(system)
-        dae, dae_compile = ida_kernels(system)
+        dae, dae_compile, dae_load = ida_kernels(system)
         stats.compile_seconds += compile_seconds + dae_compile
+        stats.load_seconds += dae_load
         structure, structure_compile, structure_load = jacobian_structure(system)
         stats.compile_seconds += structure_compile
         stats.load_seconds += structure_load

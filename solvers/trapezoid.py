@@ -90,8 +90,9 @@ class _Stage(_Carried):
         self.sparse = SparseStep(system) if sparse else None
         self.step = step
         super().__init__(0 if sparse else system.n_x + system.n_z)
+        # the dense step's compile or load is counted by the stepper
         self.compile_seconds = self.sparse.compile_seconds if self.sparse is not None else 0.0
-        self.load_seconds = 0.0  # the dense step's compile or load is counted by the stepper
+        self.load_seconds = self.sparse.load_seconds if self.sparse is not None else 0.0
 
     def advance(self, x, z, f, h: float, p, x_held, z_held, tol, max_iter):
         """The step from (x, z, f) over h; the states outside the mask stay at ``x_held``

@@ -19,7 +19,6 @@ step fails. The whole iteration is one
 from __future__ import annotations
 
 import threading
-import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -297,9 +296,6 @@ def _step_function(system: DAESystem):
     return step
 
 
-_LOCK = threading.Lock()
-
-
 def compiled_step(system: DAESystem) -> tuple[Any, float, float]:
     """The compiled step of ``system`` and the seconds this call spent compiling and loading
     it."""
@@ -342,14 +338,17 @@ class SparseStep:
         self.handles = self.linalg.handles()
         st = self.structure
         self.values = _values_fn(system, st.rows, st.cols, st.colors, st.n_colors)
-        self.compile_seconds = compile_s + load_s
-        with _LOCK:  # one executable per system: the handles are arguments
-            cached = _SPARSE_CACHE.get(system)
-            if cached is None:
-                cached, seconds = _compiled_sparse(system, self)
-                _SPARSE_CACHE[system] = cached
-                self.compile_seconds += seconds
-        self.step = cached
+        self.compile_seconds, self.load_seconds = compile_s, load_s
+        x, z, scalar, p = _examples(system)
+        flags = (jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
+        self.step, compile_s, load_s = compiled_once(  # the KLU handles are arguments
+            system,
+            ("trapezoid sparse step",),
+            lambda: _sparse_step_function(system, self),
+            lambda: (x, z, x, scalar, p, x, x, self.handles, *flags),
+        )
+        self.compile_seconds += compile_s
+        self.load_seconds += load_s
 
     def __call__(self, x0, z0, f0, h, p, mask, frozen, factor_first, tol, max_iter):
         with self.linalg.lock:
@@ -357,9 +356,6 @@ class SparseStep:
                 x0, z0, f0, h, p, mask, frozen, self.handles, factor_first, tol, max_iter
             )
         return StepOutcome(x1, z1, f1, None, None, it, n_fac, status)
-
-
-_SPARSE_CACHE: weakref.WeakKeyDictionary[DAESystem, Any] = weakref.WeakKeyDictionary()
 
 
 def _sparse_step_function(system: DAESystem, sparse: SparseStep):
@@ -398,12 +394,3 @@ def _sparse_step_function(system: DAESystem, sparse: SparseStep):
         return x1, z1, f(x1, z1, p), it, n_fac, status
 
     return step
-
-
-def _compiled_sparse(system: DAESystem, sparse: SparseStep) -> tuple[Any, float]:
-    start = time.perf_counter()
-    x, z, scalar, p = _examples(system)
-    flags = (jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
-    example = (x, z, x, scalar, p, x, x, sparse.handles, *flags)
-    compiled = jax.jit(_sparse_step_function(system, sparse)).lower(*example).compile()
-    return compiled, time.perf_counter() - start

@@ -141,10 +141,11 @@ def _unique_linear_index1():
     return dataclasses.replace(base, f=f, controller_states=("x2",))
 
 
-def test_diffrax_and_trapezoid_programs_are_loaded_by_another_process(tmp_path, monkeypatch):
-    """Diffrax's segment solves and the trapezoid's steps go through the store like RAPTOR's
-    attempt: a second process (a fresh system object of the same structure stands for one)
-    loads them instead of tracing and compiling them again, and integrates identically.
+def test_diffrax_trapezoid_and_ida_programs_are_loaded_by_another_process(tmp_path, monkeypatch):
+    """Diffrax's segment solves, the trapezoid's steps (dense and sparse) and IDA's kernels go
+    through the store like RAPTOR's attempt: a second process (a fresh system object of the same
+    structure stands for one) loads them instead of tracing and compiling them again, and
+    integrates identically.
     Diffrax's programs can be stored only without Equinox's host callbacks
     (``EQX_ON_ERROR=nan``, ``models.jaxconfig``)."""
     import dataclasses
@@ -160,7 +161,13 @@ def test_diffrax_and_trapezoid_programs_are_loaded_by_another_process(tmp_path, 
     scenario = make_scenario(first, None, t_end=0.2, n_eval=11)
     methods = {"kvaerno5": {"rtol": 1e-6}, "trapezoid": {"dt": 1e-3}}
     methods["trapezoid-delayed"] = {"dt": 1e-3}
-    ran = {m: solve(first, scenario, m, **opts) for m, opts in methods.items()}
+    methods["trapezoid-sparse"] = {"dt": 1e-3, "linear_solver": "sparse"}
+    methods["ida"] = {"rtol": 1e-6}
+
+    def method(name: str) -> str:
+        return name.removesuffix("-sparse")
+
+    ran = {m: solve(first, scenario, method(m), **opts) for m, opts in methods.items()}
     assert all(r.succeeded for r in ran.values()), {m: r.message for m, r in ran.items()}
     assert all(r.stats.load_seconds == 0.0 for r in ran.values())
 
@@ -173,10 +180,10 @@ def test_diffrax_and_trapezoid_programs_are_loaded_by_another_process(tmp_path, 
     ):
         _, compile_s, load_s = get(second)
         assert compile_s == 0.0 and load_s > 0.0
-    for method, options in methods.items():
-        again = solve(dataclasses.replace(first), scenario, method, **options)
-        assert again.stats.load_seconds > 0.0, method
-        np.testing.assert_array_equal(again.x_eval, ran[method].x_eval)
+    for name, options in methods.items():
+        again = solve(dataclasses.replace(first), scenario, method(name), **options)
+        assert again.stats.load_seconds > 0.0, name
+        np.testing.assert_array_equal(again.x_eval, ran[name].x_eval)
 
 
 _EDITED_PROCESS = """
