@@ -252,3 +252,19 @@ def test_the_store_refills_after_an_edit_of_the_sources(tmp_path, monkeypatch):
     later = load_or_compile(linear_index1(), key, _builder(offset), args)
     assert later[1] == 0.0 and later[2] > 0.0
     assert float(later[0](*args)) == 2.5 + offset
+
+
+def test_an_xla_without_the_entry_option_still_compiles(tmp_path, monkeypatch):
+    """The store's per-entry compile option is a debug option of XLA's; where an XLA does not
+    know it, the program compiles without it (and is stored) instead of every compile failing."""
+    from models import executables
+
+    monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(executables, "_entry_options", lambda tag: {"xla_no_such_option": 1})
+    system = linear_index1()
+    args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
+    offset = float(time.time_ns() % 1_000_000) + 0.125
+    key = ("test", "no option")
+    executable, compile_s, _ = load_or_compile(system, key, _builder(offset), args)
+    assert compile_s > 0.0 and float(executable(*args)) == 2.5 + offset
+    assert len(list(tmp_path.rglob("*.pkl"))) == 1
