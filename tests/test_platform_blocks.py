@@ -175,13 +175,23 @@ def test_held_runs_keep_their_leases_while_they_are_written(make_settings, small
     done = threading.Event()
 
     def thief() -> None:  # takes any run of worker "t" whose lease has expired
+        # it looks in read transactions and writes only to claim an expired lease: a write
+        # every 50 ms kept SQLite's lock busy enough to starve the worker's renewals on a
+        # loaded machine (a lease lost in one CI run), which a worker polling for expired
+        # leases never does
         while not done.wait(0.05):
-            with db.write() as session:
+            with db.read() as session:
                 rows = [repo.get_run(session=session, run_id=r)[0] for r in run_ids]
-                running = [row.id for row in rows if row.status == "running"]
-                taken = repo.claim_runs(session=session, run_ids=running, worker="x",
-                                        now=utcnow(), lease_seconds=60, max_attempts=9)  # fmt: skip
-            stolen.extend(taken)
+                now = utcnow()
+                expired = [row.id for row in rows if row.status == "running"
+                           and row.lease_until is not None and row.lease_until < now]  # fmt: skip
+            if expired:
+                with db.write() as session:
+                    taken = repo.claim_runs(
+                        session=session, run_ids=expired, worker="x", now=utcnow(),
+                        lease_seconds=60, max_attempts=9,
+                    )  # fmt: skip
+                stolen.extend(taken)
 
     watcher = threading.Thread(target=thief, daemon=True)
     watcher.start()
