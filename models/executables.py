@@ -209,9 +209,9 @@ def load_or_compile(
             return loaded[0], 0.0, loaded[1]
         start = time.perf_counter()
         lowered = _lower(build, example_args)
-        executable, hits = _compile_for_store(lowered, path.stem)
-        if hits:  # this entry was compiled before and lost from the store: compile anew
-            executable, hits = _compile_for_store(lowered, os.urandom(8).hex())
+        executable, hits, own_key = _compile_for_store(lowered, path.stem)
+        if hits and own_key:  # this entry was compiled before and lost from the store
+            executable, hits, _ = _compile_for_store(lowered, os.urandom(8).hex())
         if not hits:
             _store(path, executable)
             _publish(path)
@@ -288,19 +288,21 @@ def _lower(build: Callable[[], Callable], example_args: tuple):
     return jax.jit(fresh).lower(*example_args)
 
 
-def _compile_for_store(lowered, tag: str) -> tuple[Any, list]:
-    """``_compile`` with ``_entry_options(tag)``; an XLA that does not know the option (a
-    later jaxlib may drop a debug option) compiles without it, as JAX would: the store then
-    keeps only programs JAX's cache has not seen, as before the option, instead of failing
-    every compile."""
+def _compile_for_store(lowered, tag: str) -> tuple[Any, list, bool]:
+    """``_compile`` with ``_entry_options(tag)``: (executable, persistent-cache hits, whether
+    the options were used). An XLA that does not know the option (a later jaxlib may drop a
+    debug option) compiles without it, as JAX would: the store then keeps only programs JAX's
+    cache has not seen, as before the option, instead of failing every compile (and the caller
+    does not compile again: without the option a second compile of the same program would be
+    JAX's in-memory copy of the cached one, which must not be stored either)."""
     options = _entry_options(tag)
     try:
-        return _compile(lowered, options)
+        return (*_compile(lowered, options), True)
     except Exception as error:
         if not any(name in str(error) for name in options):
             raise
         log.warning("compile option %s unknown to this XLA: compiling without it", list(options))
-        return _compile(lowered)
+        return (*_compile(lowered), False)
 
 
 def _compile(lowered, options: dict | None = None) -> tuple[Any, list]:

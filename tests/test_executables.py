@@ -254,9 +254,46 @@ def test_the_store_refills_after_an_edit_of_the_sources(tmp_path, monkeypatch):
     assert float(later[0](*args)) == 2.5 + offset
 
 
+_NO_OPTION_PROCESS = """
+import sys
+
+import jax
+import jax.numpy as jnp
+from dae_examples import linear_index1
+
+from models import executables
+
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+executables._entry_options = lambda tag: {"xla_no_such_option": 1}
+offset = float(sys.argv[2])
+
+
+def build():
+    return lambda x, z, p: jnp.sum(x**2) + jnp.sum(z**2) * p["k"] + offset
+
+
+args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
+executable, compile_s, load_s = executables.load_or_compile(
+    linear_index1(), ("test", "no option"), build, args
+)
+print(compile_s > 0.0, float(executable(*args)))
+"""
+
+
 def test_an_xla_without_the_entry_option_still_compiles(tmp_path, monkeypatch):
     """The store's per-entry compile option is a debug option of XLA's; where an XLA does not
-    know it, the program compiles without it (and is stored) instead of every compile failing."""
+    know it, the program compiles without it (and is stored) instead of every compile failing;
+    and a program JAX's cache then hands back is not stored (another process, with the same
+    JAX cache, stands for it: such a copy loses its kernels when serialized)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import jax
+
     from models import executables
 
     monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
@@ -268,3 +305,15 @@ def test_an_xla_without_the_entry_option_still_compiles(tmp_path, monkeypatch):
     executable, compile_s, _ = load_or_compile(system, key, _builder(offset), args)
     assert compile_s > 0.0 and float(executable(*args)) == 2.5 + offset
     assert len(list(tmp_path.rglob("*.pkl"))) == 1
+
+    other = tmp_path / "other process"
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_OPTION_PROCESS, jax.config.jax_compilation_cache_dir,
+         repr(offset)],
+        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parents[1],
+        env={**os.environ, "PYTHONPATH": path, "RAPTORGRID_JAX_CACHE_DIR": str(other)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", repr(2.5 + offset)]
+    assert not list(other.rglob("*.pkl"))  # JAX's cache served it: not stored
