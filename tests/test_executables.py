@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -186,7 +187,7 @@ def test_diffrax_trapezoid_and_ida_programs_are_loaded_by_another_process(tmp_pa
         np.testing.assert_array_equal(again.x_eval, ran[name].x_eval)
 
 
-_EDITED_PROCESS = """
+_OTHER_PROCESS = """
 import sys
 
 import jax
@@ -195,11 +196,14 @@ from dae_examples import linear_index1
 
 from models import executables
 
-jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+xla, offset, key, change = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+jax.config.update("jax_compilation_cache_dir", xla)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-executables.source_fingerprint = lambda: "sources after an edit"
-offset = float(sys.argv[2])
+if change == "edited sources":
+    executables.source_fingerprint = lambda: "sources after an edit"
+else:  # an XLA without the store's compile option
+    executables._entry_options = lambda tag: {"xla_no_such_option": 1}
 
 
 def build():
@@ -208,10 +212,31 @@ def build():
 
 args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
 executable, compile_s, load_s = executables.load_or_compile(
-    linear_index1(), ("test", "edited sources"), build, args
+    linear_index1(), ("test", key), build, args
 )
 print(compile_s > 0.0, float(executable(*args)))
 """
+
+
+def _in_another_process(offset: float, key: str, change: str, store: Path) -> list[str]:
+    """What ``_OTHER_PROCESS`` prints: it compiles (or loads) ``_builder(offset)``'s program
+    under ``("test", key)`` with this process's JAX cache and ``store`` as its store, after
+    ``change`` ("edited sources", or anything else for an XLA without the store's option)."""
+    import os
+    import subprocess
+    import sys
+
+    import jax
+
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", _OTHER_PROCESS, jax.config.jax_compilation_cache_dir,
+         repr(offset), key, change],
+        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parents[1],
+        env={**os.environ, "PYTHONPATH": path, "RAPTORGRID_JAX_CACHE_DIR": str(store)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()
 
 
 def test_the_store_refills_after_an_edit_of_the_sources(tmp_path, monkeypatch):
@@ -220,32 +245,17 @@ def test_the_store_refills_after_an_edit_of_the_sources(tmp_path, monkeypatch):
     under the new sources must compile such a program for real and store it, so that later
     processes load it instead of tracing and lowering it (a copy handed back by JAX's cache
     cannot be stored). Another process stands for the edited sources."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import jax
-
     from models import executables
 
     monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
-    system = linear_index1()
     args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
     offset = float(time.time_ns() % 1_000_000) + 0.75
     key = ("test", "edited sources")
-    first = load_or_compile(system, key, _builder(offset), args)
+    first = load_or_compile(linear_index1(), key, _builder(offset), args)
     assert first[1] > 0.0 and len(list(tmp_path.rglob("*.pkl"))) == 1
 
-    xla = jax.config.jax_compilation_cache_dir
-    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, "-c", _EDITED_PROCESS, xla, repr(offset)],
-        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parents[1],
-        env={**os.environ, "PYTHONPATH": path},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["True", repr(2.5 + offset)]
+    printed = _in_another_process(offset, key[1], "edited sources", tmp_path)
+    assert printed == ["True", repr(2.5 + offset)]
     assert len(list(tmp_path.rglob("*.pkl"))) == 2  # stored under the edited sources' key
 
     monkeypatch.setattr(executables, "source_fingerprint", lambda: "sources after an edit")
@@ -254,66 +264,23 @@ def test_the_store_refills_after_an_edit_of_the_sources(tmp_path, monkeypatch):
     assert float(later[0](*args)) == 2.5 + offset
 
 
-_NO_OPTION_PROCESS = """
-import sys
-
-import jax
-import jax.numpy as jnp
-from dae_examples import linear_index1
-
-from models import executables
-
-jax.config.update("jax_compilation_cache_dir", sys.argv[1])
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-executables._entry_options = lambda tag: {"xla_no_such_option": 1}
-offset = float(sys.argv[2])
-
-
-def build():
-    return lambda x, z, p: jnp.sum(x**2) + jnp.sum(z**2) * p["k"] + offset
-
-
-args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
-executable, compile_s, load_s = executables.load_or_compile(
-    linear_index1(), ("test", "no option"), build, args
-)
-print(compile_s > 0.0, float(executable(*args)))
-"""
-
-
 def test_an_xla_without_the_entry_option_still_compiles(tmp_path, monkeypatch):
     """The store's per-entry compile option is a debug option of XLA's; where an XLA does not
     know it, the program compiles without it (and is stored) instead of every compile failing;
     and a program JAX's cache then hands back is not stored (another process, with the same
     JAX cache, stands for it: such a copy loses its kernels when serialized)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import jax
-
     from models import executables
 
     monkeypatch.setenv("RAPTORGRID_JAX_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(executables, "_entry_options", lambda tag: {"xla_no_such_option": 1})
-    system = linear_index1()
     args = (jnp.ones(2), jnp.ones(1), {"k": jnp.asarray(0.5)})
     offset = float(time.time_ns() % 1_000_000) + 0.125
     key = ("test", "no option")
-    executable, compile_s, _ = load_or_compile(system, key, _builder(offset), args)
+    executable, compile_s, _ = load_or_compile(linear_index1(), key, _builder(offset), args)
     assert compile_s > 0.0 and float(executable(*args)) == 2.5 + offset
     assert len(list(tmp_path.rglob("*.pkl"))) == 1
 
     other = tmp_path / "other process"
-    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, "-c", _NO_OPTION_PROCESS, jax.config.jax_compilation_cache_dir,
-         repr(offset)],
-        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parents[1],
-        env={**os.environ, "PYTHONPATH": path, "RAPTORGRID_JAX_CACHE_DIR": str(other)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["True", repr(2.5 + offset)]
+    printed = _in_another_process(offset, key[1], "no option", other)
+    assert printed == ["True", repr(2.5 + offset)]
     assert not list(other.rglob("*.pkl"))  # JAX's cache served it: not stored
