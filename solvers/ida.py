@@ -105,19 +105,24 @@ def _kernel_functions(system: DAESystem):
 def ida_kernels(system: DAESystem) -> tuple[IdaKernels, float, float]:
     """The compiled IDA kernels of ``system`` and the seconds this call spent compiling and
     loading them (``models.executables``: kept in this process, loaded by other processes)."""
-    x = jnp.asarray(system.x0, jnp.float64)
-    z = jnp.asarray(system.z0, jnp.float64)
-    p = as_device_params(system.params)
-    functions = _kernel_functions(system)
-    examples = {
-        "residual": (x, z, x, p),
-        "iteration_matrix": (x, z, p, jnp.asarray(1.0)),
-        "derivative": (x, z, p),
-    }
+
+    def examples() -> dict[str, tuple]:  # only on a miss: no device transfers per solve
+        x = jnp.asarray(system.x0, jnp.float64)
+        z = jnp.asarray(system.z0, jnp.float64)
+        p = as_device_params(system.params)
+        return {
+            "residual": (x, z, x, p),
+            "iteration_matrix": (x, z, p, jnp.asarray(1.0)),
+            "derivative": (x, z, p),
+        }
+
     compiled, compile_s, load_s = {}, 0.0, 0.0
-    for role, function in functions.items():
+    for role in ("residual", "iteration_matrix", "derivative"):
         compiled[role], seconds, loading = compiled_once(
-            system, ("ida", role), lambda fn=function: fn, lambda args=examples[role]: args
+            system,
+            ("ida", role),
+            lambda role=role: _kernel_functions(system)[role],
+            lambda role=role: examples()[role],
         )
         compile_s += seconds
         load_s += loading

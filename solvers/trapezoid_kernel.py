@@ -339,13 +339,14 @@ class SparseStep:
         st = self.structure
         self.values = _values_fn(system, st.rows, st.cols, st.colors, st.n_colors)
         self.compile_seconds, self.load_seconds = compile_s, load_s
-        x, z, scalar, p = _examples(system)
-        flags = (jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
-        self.step, compile_s, load_s = compiled_once(  # the KLU handles are arguments
-            system,
-            ("trapezoid sparse step",),
-            lambda: _sparse_step_function(system, self),
-            lambda: (x, z, x, scalar, p, x, x, self.handles, *flags),
+
+        def example() -> tuple:  # the KLU handles are arguments
+            x, z, scalar, p = _examples(system)
+            flags = (jnp.asarray(True), scalar, jnp.asarray(0, jnp.int32))
+            return (x, z, x, scalar, p, x, x, self.handles, *flags)
+
+        self.step, compile_s, load_s = compiled_once(
+            system, ("trapezoid sparse step",), lambda: _sparse_step_function(system, self), example
         )
         self.compile_seconds += compile_s
         self.load_seconds += load_s
