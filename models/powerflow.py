@@ -1,179 +1,141 @@
-"""Steady-state operating point from pandapower, returned in MATPOWER terms (pu on the system base).
+"""The AC power flow of a ``models.grid.Grid``: one Newton-Raphson for every importer.
 
-``run_power_flow(net)`` solves the AC power flow with pandapower's Newton-Raphson
-(``pandapower.runpp(net, numba=False, tolerance_mva=...)``) and reads the result back from the
-MATPOWER-format case that pandapower builds internally (``net._ppc``, filled with the results).
-That table is exactly what pandapower's solver used (branch r, x, b in pu on ``baseMVA``, tap ratio,
-phase shift, bus shunts, loads), so a model built on it reproduces the solved voltages to the power
-flow tolerance. Buses keep the ppc order; a bus is named after its number in the source case
-(``net.bus.name`` when it is an integer, as in cases converted from MATPOWER, else its pandapower
-index + 1). Branches keep the ppc order (pandapower lines, then transformers), which for cases
-converted from MATPOWER with lines only (e.g. ``case9``) is the MATPOWER branch order.
+Polar Newton-Raphson on the nodal power balance S_k = V_k conj((Y V)_k) + S_load,k(|V_k|) -
+S_gen,k = 0 (the bus admittance matrix of ``models.grid.admittance_matrix``, so the same branch
+model as the DAE's KCL; the loads' constant-power, constant-current and constant-admittance parts
+at each bus voltage magnitude; W. F. Tinney and C. E. Hart, "Power flow solution by Newton's
+method", IEEE Trans. PAS-86 (1967), with the complex-matrix form of the Jacobian of MATPOWER's
+``dSbus_dV``). The swing bus holds its magnitude and start angle, PV buses their ``v_set`` and
+specified P, PQ buses their specified P and Q (a PV bus without a generator is a PQ bus).
+Generator reactive limits are reported, not enforced (as pandapower's ``runpp`` and ANDES do by
+default; PSS/E would switch the bus to PQ). Sparse LU per iteration (SciPy's SuperLU).
 
-Not supported yet (raise ``NotImplementedError``): voltage-dependent (ZIP) loads in the power flow
-and asymmetric branch data. A branch shunt conductance (BR_G, which pandapower gives the
-transformers of some converted cases, e.g. ``case118``) is returned in ``branch_g``.
+Machines of one bus: each keeps its specified P (the swing bus's machines share the bus's
+remainder by MBASE) and its specified Q plus a share by MBASE of what the solved bus needs beyond
+their sum (so PSS/E's split of a bus's QG among its machines is kept).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import version
 
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
-TOLERANCE_MVA = 1e-10
-"""pandapower's convergence tolerance on the nodal power mismatch (MVA): 1e-12 pu on 100 MVA."""
+from models.grid import PQ, PV, SWING, Grid, admittance_matrix, load_power, per_bus
+
+TOLERANCE = 1e-12
+"""Largest nodal power mismatch (pu on the system base) at convergence (1e-10 MVA on 100 MVA)."""
+MAX_ITERATIONS = 30
+ROUND_OFF = 1e-9
+"""A mismatch below this that a Newton step no longer halves is the round-off floor of a large
+network's sums (|Y| V terms of 1e3-1e4 pu), accepted as converged (PEGASE 1354: 4e-12 pu)."""
+Q_LIMIT_SLACK = 1e-6
+"""Reactive power (pu) beyond a machine's limits before the power flow notes it."""
+
+
+class PowerFlowError(RuntimeError):
+    """The power flow did not converge (the message names the grid and the mismatch)."""
 
 
 @dataclass(frozen=True)
-class PowerFlowCase:
-    """A solved case in pu on ``base_mva``; angles in rad; indices are 0-based bus positions."""
+class _Buses:
+    """Which unknowns the Newton iterates: angles of every non-swing bus, magnitudes of PQ."""
 
-    base_mva: float
-    f_hz: float
-    bus_numbers: np.ndarray
-    vm: np.ndarray
-    va: np.ndarray
-    shunt_g: np.ndarray
-    shunt_b: np.ndarray
-    load_p: np.ndarray
-    load_q: np.ndarray
-    gen_bus: np.ndarray
-    gen_p: np.ndarray
-    gen_q: np.ndarray
-    branch_from: np.ndarray
-    branch_to: np.ndarray
-    branch_r: np.ndarray
-    branch_x: np.ndarray
-    branch_b: np.ndarray
-    branch_tap: np.ndarray
-    branch_shift: np.ndarray
-    branch_status: np.ndarray
-    branch_s_from: np.ndarray
-    branch_s_to: np.ndarray
-    iterations: int
-    branch_g: np.ndarray | None = None
-    """Total branch shunt conductance (pu; pandapower's BR_G, e.g. transformer magnetizing
-    losses of converted cases), None where every branch has none."""
-
-    @property
-    def n_bus(self) -> int:
-        return int(self.vm.size)
-
-    @property
-    def voltage(self) -> np.ndarray:
-        """Complex bus voltages (pu)."""
-        return self.vm * np.exp(1j * self.va)
-
-    @property
-    def load_buses(self) -> np.ndarray:
-        """Positions of the buses that carry load (ascending)."""
-        return np.flatnonzero((self.load_p != 0.0) | (self.load_q != 0.0))
+    angle: np.ndarray
+    magnitude: np.ndarray
 
 
-def _bus_numbers(net, n_ppc_bus: int) -> np.ndarray:
-    lookup = np.asarray(net._pd2ppc_lookups["bus"])
-    numbers = np.full(n_ppc_bus, -1, dtype=np.int64)
-    for pd_index in net.bus.index:
-        ppc_index = int(lookup[pd_index])
-        if ppc_index < 0 or numbers[ppc_index] >= 0:  # merged or auxiliary bus: keep the first
-            continue
-        name = net.bus.at[pd_index, "name"]
-        is_int = isinstance(name, int | np.integer) or (isinstance(name, str) and name.isdigit())
-        numbers[ppc_index] = int(name) if is_int else int(pd_index) + 1
-    if np.any(numbers < 0) or len(set(numbers.tolist())) != n_ppc_bus:
-        raise NotImplementedError("auxiliary or merged buses (e.g. 3-winding transformers)")
-    return numbers
+def _buses(grid: Grid) -> _Buses:
+    kinds = np.asarray(grid.bus_kind)
+    if np.count_nonzero(kinds == SWING) != 1:
+        raise ValueError(f"{grid.name}: the power flow needs exactly one swing bus")
+    has_gen = np.zeros(grid.n_bus, dtype=bool)
+    has_gen[grid.gen_bus] = True
+    pq = (kinds == PQ) | ((kinds == PV) & ~has_gen)
+    return _Buses(np.flatnonzero(kinds != SWING), np.flatnonzero(pq))
 
 
-def run_power_flow(net, tolerance_mva: float = TOLERANCE_MVA) -> PowerFlowCase:
-    """Solve ``net`` with pandapower and return its operating point and branch list in pu."""
-    import pandapower as pp
-    from pandapower.pypower import idx_brch as brch
-    from pandapower.pypower import idx_bus as bus
-    from pandapower.pypower import idx_gen as gen
+def solve_power_flow(grid: Grid, tolerance: float = TOLERANCE) -> Grid:
+    """``grid`` at its solved operating point (``Grid.with_solution``: voltages, each machine's
+    P + jQ, and ``info`` keys ``power_flow_iterations``, ``power_flow_mismatch`` and
+    ``q_violations``); raises ``PowerFlowError`` if Newton does not converge."""
+    y = admittance_matrix(grid).tocsc()
+    unknown = _buses(grid)
+    s_gen = per_bus(grid, grid.gen_bus, grid.gen_s)
+    s_gen[grid.swing] = 0.0
+    s_gen[grid.bus_kind == PV] = s_gen[grid.bus_kind == PV].real
+    held = ~np.isnan(grid.v_set)
+    vm = np.where(held, grid.v_set, np.abs(grid.voltage)).astype(np.float64)
+    vm[unknown.magnitude] = np.abs(grid.voltage[unknown.magnitude])
+    va = np.angle(grid.voltage).astype(np.float64)
+    d_load = per_bus(grid, grid.load_bus, grid.load_i), per_bus(grid, grid.load_bus, grid.load_y)
+    ang, mag = unknown.angle, unknown.magnitude
+    worst = np.inf
+    for iteration in range(MAX_ITERATIONS + 1):
+        v = vm * np.exp(1j * va)
+        i_bus = y @ v
+        res = v * np.conj(i_bus) + load_power(grid, vm) - s_gen
+        f = np.concatenate([res.real[ang], res.imag[mag]])
+        previous, worst = worst, float(np.max(np.abs(f))) if f.size else 0.0
+        if worst <= tolerance or (worst < ROUND_OFF and worst > 0.5 * previous):
+            break
+        if iteration == MAX_ITERATIONS:
+            raise PowerFlowError(
+                f"{grid.name}: the power flow did not converge in {MAX_ITERATIONS} iterations "
+                f"(|dS| = {worst:.2e} pu)"
+            )
+        dv = sp.diags(v)
+        d_va = 1j * dv @ np.conj(sp.diags(i_bus) - y @ dv)
+        vn = v / np.abs(v)
+        d_vm = dv @ np.conj(y @ sp.diags(vn)) + np.conj(sp.diags(i_bus)) @ sp.diags(vn)
+        d_vm = d_vm + sp.diags(d_load[0] + 2.0 * d_load[1] * vm)
+        jac = sp.vstack(
+            [
+                sp.hstack([d_va.real[ang][:, ang], d_vm.real[ang][:, mag]]),
+                sp.hstack([d_va.imag[mag][:, ang], d_vm.imag[mag][:, mag]]),
+            ]
+        ).tocsc()
+        step = spla.spsolve(jac, -f)
+        va[ang] += step[: ang.size]
+        vm[mag] += step[ang.size :]
+    v = vm * np.exp(1j * va)
+    s_bus = v * np.conj(y @ v) + load_power(grid, vm)  # what the machines of each bus generate
+    gen_s = _share(grid, s_bus)
+    return grid.with_solution(
+        v, gen_s, power_flow_iterations=iteration, power_flow_mismatch=worst,
+        q_violations=q_violations(grid, gen_s),
+    )  # fmt: skip
 
-    pp.runpp(net, numba=False, tolerance_mva=tolerance_mva, calculate_voltage_angles=True)
-    if not net.converged:
-        raise RuntimeError("pandapower power flow did not converge")
-    ppc = net._ppc
-    base = float(ppc["baseMVA"])
-    b = np.asarray(ppc["bus"])
-    br = np.asarray(ppc["branch"])
-    g = np.asarray(ppc["gen"])
-    if np.iscomplexobj(br) and np.any(br.imag != 0.0):
-        raise NotImplementedError("complex branch data (transformer iron losses)")
-    br, b, g = br.real, b.real, g.real
-    extra = [brch.BR_R_ASYM, brch.BR_X_ASYM, brch.BR_G_ASYM, brch.BR_B_ASYM]
-    if br.shape[1] > max(extra) and np.any(br[:, extra] != 0.0):
-        raise NotImplementedError("asymmetric branch data")
-    has_g = br.shape[1] > brch.BR_G and np.any(br[:, brch.BR_G] != 0.0)
-    zip_cols = [bus.CID_P, bus.CZD_P, bus.CID_Q, bus.CZD_Q]
-    if b.shape[1] > max(zip_cols) and np.any(b[:, zip_cols] != 0.0):
-        raise NotImplementedError("voltage-dependent (ZIP) loads")
-    if not np.array_equal(b[:, bus.BUS_I].astype(int), np.arange(len(b))):
-        raise NotImplementedError("ppc bus numbers are not consecutive from 0")
-    in_service = g[:, gen.GEN_STATUS] > 0
-    order = np.argsort(g[in_service, gen.GEN_BUS], kind="stable")
-    g = g[in_service][order]
-    return PowerFlowCase(
-        base_mva=base,
-        f_hz=float(net.f_hz),
-        bus_numbers=_bus_numbers(net, len(b)),
-        vm=b[:, bus.VM].copy(),
-        va=np.deg2rad(b[:, bus.VA]),
-        shunt_g=b[:, bus.GS] / base,
-        shunt_b=b[:, bus.BS] / base,
-        load_p=b[:, bus.PD] / base,
-        load_q=b[:, bus.QD] / base,
-        gen_bus=g[:, gen.GEN_BUS].astype(np.int64),
-        gen_p=g[:, gen.PG] / base,
-        gen_q=g[:, gen.QG] / base,
-        branch_from=br[:, brch.F_BUS].astype(np.int64),
-        branch_to=br[:, brch.T_BUS].astype(np.int64),
-        branch_r=br[:, brch.BR_R].copy(),
-        branch_x=br[:, brch.BR_X].copy(),
-        branch_b=br[:, brch.BR_B].copy(),
-        branch_tap=np.where(br[:, brch.TAP] == 0.0, 1.0, br[:, brch.TAP]),
-        branch_shift=np.deg2rad(br[:, brch.SHIFT]),
-        branch_status=(br[:, brch.BR_STATUS] > 0).astype(np.float64),
-        branch_s_from=(br[:, brch.PF] + 1j * br[:, brch.QF]) / base,
-        branch_s_to=(br[:, brch.PT] + 1j * br[:, brch.QT]) / base,
-        iterations=int(ppc.get("iterations", -1)),
-        branch_g=br[:, brch.BR_G].copy() if has_g else None,
+
+def _share(grid: Grid, s_bus: np.ndarray) -> np.ndarray:
+    """Each machine's P + jQ from its bus's solved generation (see the module docstring)."""
+    out = np.zeros(grid.gen_bus.size, dtype=complex)
+    spec = np.asarray(grid.gen_s, dtype=complex)
+    for k in np.unique(grid.gen_bus):
+        members = np.flatnonzero(grid.gen_bus == k)
+        mbase = np.asarray(grid.gen_mbase, dtype=float)[members]
+        share = mbase / mbase.sum()
+        p = spec[members].real.copy()
+        if k == grid.swing:
+            p = p + (s_bus[k].real - p.sum()) * share
+        q = spec[members].imag + (s_bus[k].imag - spec[members].imag.sum()) * share
+        out[members] = p + 1j * q
+    return out
+
+
+def q_violations(grid: Grid, gen_s: np.ndarray) -> tuple[str, ...]:
+    """A note per machine whose Q lies outside ``gen_q_limits`` by more than ``Q_LIMIT_SLACK``
+    (the voltage set point is kept, not switched to PQ)."""
+    if grid.gen_q_limits is None:
+        return ()
+    low, high = grid.gen_q_limits[:, 0], grid.gen_q_limits[:, 1]
+    q = np.asarray(gen_s).imag
+    where = grid.info.get("file", grid.name)
+    return tuple(
+        f"{where}: generator {name} solves at Q = {q[k] * grid.sbase:.3f} Mvar, outside "
+        f"[QB, QT] = [{low[k] * grid.sbase:g}, {high[k] * grid.sbase:g}] Mvar (not enforced)"
+        for k, name in enumerate(grid.gen_names)
+        if q[k] < low[k] - Q_LIMIT_SLACK or q[k] > high[k] + Q_LIMIT_SLACK
     )
-
-
-def case9_power_flow(tolerance_mva: float = TOLERANCE_MVA) -> PowerFlowCase:
-    """MATPOWER ``case9`` (the WSCC 3-machine 9-bus system) via ``pandapower.networks.case9()``.
-
-    Note: MATPOWER's case9 holds all three generator voltages at 1.0 pu (Sauer & Pai's Example 7.1
-    uses 1.04 / 1.025 / 1.025 pu), so the operating point differs from the book's; the network and
-    loads (125 + j50, 90 + j30, 100 + j35 MVA) are the same.
-    """
-
-    def solve() -> PowerFlowCase:
-        import pandapower.networks as pn
-
-        return run_power_flow(pn.case9(), tolerance_mva)
-
-    return cached_power_flow(f"case9 tolerance_mva={tolerance_mva!r}", solve)
-
-
-def cached_power_flow(name: str, solve: Callable[[], PowerFlowCase]) -> PowerFlowCase:
-    """``solve()`` once per case, pandapower version and source version, then from the store
-    (``models.executables``): a worker or CLI process that builds a network at start no longer
-    imports pandapower and re-solves it (3.7 s import + 2.6 s for case9, measured 2026-12-03)."""
-    from models.executables import load_or_compute_arrays
-
-    def arrays() -> dict[str, np.ndarray]:
-        case = solve()
-        fields = dataclasses.asdict(case)
-        return {k: np.asarray(v) for k, v in fields.items() if v is not None}
-
-    stored = load_or_compute_arrays(("power_flow", name, version("pandapower")), arrays)
-    values = {k: (v if v.ndim else v.item()) for k, v in stored.items()}
-    return PowerFlowCase(**values)

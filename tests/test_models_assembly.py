@@ -14,6 +14,7 @@ import pytest
 from models.assembly import Device, GeneratorSlot, assemble
 from models.cases.matpower import CaseConfig
 from models.cases.matpower_io import network_source
+from models.cases.pandapower_grid import solved_pandapower_grid
 from models.cases.wscc9 import DESCRIPTION, wscc9_devices
 from models.devices import (
     GFL_INVERTER,
@@ -24,9 +25,9 @@ from models.devices import (
     TWO_AXIS,
 )
 from models.devices.base import to_machine_frame
+from models.grid import per_bus
 from models.kernels import as_device_params
 from models.library import build_system
-from models.powerflow import run_power_flow
 
 
 def _view(params, model, index=slice(None)):
@@ -35,7 +36,7 @@ def _view(params, model, index=slice(None)):
 
 def test_ieee14_devices_sit_at_their_named_states_in_equilibrium():
     system = build_system("ieee14")
-    pf = run_power_flow(network_source("case14").net)
+    pf = solved_pandapower_grid(network_source("case14").net, "case14")
     p = system.params
     omega_s = 2 * np.pi * pf.f_hz
     x0 = dict(zip(system.state_names, system.x0, strict=True))
@@ -44,7 +45,7 @@ def test_ieee14_devices_sit_at_their_named_states_in_equilibrium():
     f0 = dict(zip(system.state_names, f_x0, strict=True))
     gens = system.names["generator"]
     v = pf.voltage[pf.gen_bus]
-    machine = TWO_AXIS.init(v, pf.gen_p + 1j * pf.gen_q, _view(p, TWO_AXIS))
+    machine = TWO_AXIS.init(v, pf.gen_s, _view(p, TWO_AXIS))
     exciter = IEEE_DC1A.init(machine["efd"], np.abs(v), _view(p, IEEE_DC1A))
     governor = TGOV1_SMOOTH.init(machine["tm"], _view(p, TGOV1_SMOOTH))
     for model, init in ((TWO_AXIS, machine), (IEEE_DC1A, exciter), (TGOV1_SMOOTH, governor)):
@@ -78,7 +79,8 @@ def test_ieee14_devices_sit_at_their_named_states_in_equilibrium():
     ):
         (name,) = system.names[kind]
         bus = int(np.flatnonzero(pf.bus_numbers == int(name[3:]))[0])
-        requested = np.array([sign * share * pf.load_p[bus] + 0j])
+        load_p = per_bus(pf, pf.load_bus, pf.load_s).real
+        requested = np.array([sign * share * load_p[bus] + 0j])
         init = model.init(pf.voltage[[bus]], requested, _view(p, model), omega_s)
         for state in model.states:
             assert x0[f"{state}[{name}]"] == pytest.approx(init[state][0], abs=1e-12), state

@@ -9,7 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from models.psse.network import admittance_matrix, build_network, solve_power_flow
+from models.grid import admittance_matrix
+from models.powerflow import solve_power_flow
+from models.psse.network import build_network
 from models.psse.raw import parse_raw
 from models.psse.records import PsseError, split_record
 from tests.psse_crosscheck import DATA, REFERENCE
@@ -67,15 +69,15 @@ def test_every_revision_reads_the_same_network(version: int) -> None:
     assert len(case.loads) == 1 and case.loads[0].yq == -3.0
     assert [g.mbase for g in case.generators] == [200.0, 100.0]
     assert case.transformers[0].windings[0].ratio == 1.025
-    solution = solve_power_flow(build_network(case))
-    assert solution.mismatch <= 1e-12
+    solution = solve_power_flow(build_network(case).grid)
+    assert solution.info["power_flow_mismatch"] <= 1e-12
     assert abs(abs(solution.voltage[2]) - 1.01) < 1e-12  # the PV bus holds VS
 
 
 def test_power_flow_balances_the_zip_load_and_the_shunt() -> None:
     """At the load bus (no machine) the network delivers exactly what the ZIP load takes at the
     solved voltage: PSS/E's constant power + current (x |V|) + admittance (x |V|^2) parts."""
-    net = build_network(parse_raw(raw_text(33), "t.raw"))
+    net = build_network(parse_raw(raw_text(33), "t.raw")).grid
     sol = solve_power_flow(net)
     v = sol.voltage
     vm = abs(v[1])
@@ -136,12 +138,12 @@ def test_power_flow_matches_andes(raw: str) -> None:
     with ANDES's series offset applied the two agree to round-off; the PSS/E solution itself
     (the specification) lies within the offset's effect."""
     reference = json.loads((REFERENCE / "power_flow.json").read_text())[raw]
-    net = build_network(parse_raw((DATA / raw).read_text(), raw))
+    net = build_network(parse_raw((DATA / raw).read_text(), raw)).grid
     raw_buses = [k for k, b in enumerate(net.bus_names) if b in reference]
     v_ref = np.array([reference[b][0] * np.exp(1j * reference[b][1]) for b in net.bus_names
                       if b in reference])  # fmt: skip
     sol = solve_power_flow(net)
-    assert sol.mismatch <= 1e-12
+    assert sol.info["power_flow_mismatch"] <= 1e-12
     assert np.max(np.abs(sol.voltage[raw_buses] - v_ref)) <= PF_DEPARTURE.get(raw, 1e-6)
     as_andes = dataclasses.replace(
         net,
@@ -154,9 +156,9 @@ def test_power_flow_matches_andes(raw: str) -> None:
 def test_reactive_limits_are_reported_not_enforced() -> None:
     """IEEE 14's raw data hold bus 2 at 1.045 pu with QT = 15 Mvar: the power flow keeps the set
     point (as ANDES does) and the violation becomes a note."""
-    net = build_network(parse_raw((DATA / "ieee14.raw").read_text(), "ieee14.raw"))
+    net = build_network(parse_raw((DATA / "ieee14.raw").read_text(), "ieee14.raw")).grid
     sol = solve_power_flow(net)
     assert abs(abs(sol.voltage[net.bus_names.index("bus2")]) - net.v_set[1]) < 1e-12
     assert any(
-        n.startswith("ieee14.raw: generator gen2_1 solves at Q = 30.4") for n in sol.q_violations
+        n.startswith("ieee14.raw: generator gen2_1 solves at Q = 30.4") for n in sol.info["q_violations"]
     )

@@ -10,17 +10,18 @@ import pandapower.networks as pn
 import pytest
 from scipy.integrate import solve_ivp
 
+from models.cases.pandapower_grid import case9_grid, solved_pandapower_grid
 from models.cases.wscc9 import build_wscc9, load_dynamic_data, validate_dynamic_data
 from models.dae import apply_changes
 from models.disturbances import BranchTrip, BusFault, LoadStep
 from models.kernels import as_device_params, consistent_z, kernels_for
 from models.network import Topology, branch_currents
-from models.powerflow import case9_power_flow, run_power_flow
+from tests.pandapower_reference import pandapower_solution
 
 
 @pytest.fixture(scope="module")
 def pf():
-    return case9_power_flow()
+    return case9_grid()
 
 
 @pytest.fixture(scope="module")
@@ -80,26 +81,30 @@ def test_power_flow_reproduced(system, pf):
     out = dict(zip(system.output_names, system.evaluate_outputs(system.x0, system.z0), strict=True))
     vm = np.array([out[f"V[bus{k}]"] for k in range(1, 10)])
     va = np.array([out[f"theta[bus{k}]"] for k in range(1, 10)])
-    np.testing.assert_allclose(vm, pf.vm, atol=1e-8, rtol=0)
-    np.testing.assert_allclose(va, pf.va, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(vm, np.abs(pf.voltage), atol=1e-8, rtol=0)
+    np.testing.assert_allclose(va, np.angle(pf.voltage), atol=1e-8, rtol=0)
     v = system.z0[:9] + 1j * system.z0[9:18]
     np.testing.assert_allclose(v, pf.voltage, atol=1e-8, rtol=0)
     pe = np.array([out[f"Pe[gen{k}]"] for k in (1, 2, 3)])
-    np.testing.assert_allclose(pe, pf.gen_p, atol=1e-8, rtol=0)
-    np.testing.assert_allclose(pf.gen_p[1:], [1.63, 0.85], atol=1e-10)  # MATPOWER case9 dispatch
-    np.testing.assert_allclose(system.params["tm"], pf.gen_p, atol=1e-8)  # Rs = 0: TM = Pe
+    np.testing.assert_allclose(pe, pf.gen_s.real, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(pf.gen_s.real[1:], [1.63, 0.85], atol=1e-10)  # case9 dispatch
+    np.testing.assert_allclose(system.params["tm"], pf.gen_s.real, atol=1e-8)  # Rs = 0: TM = Pe
     assert np.all(np.array([out[f"omega[gen{k}]"] for k in (1, 2, 3)]) == 1.0)
 
 
 def test_branch_flows_match_pandapower(system, pf):
-    """Branch currents from the per-branch pi models give pandapower's branch power flows."""
-    v = jnp.asarray(pf.voltage)
-    topo = Topology(9, pf.branch_from, pf.branch_to)
+    """The project's power flow gives pandapower's voltages, and the branch currents of the
+    per-branch pi models its branch power flows."""
+    ref = pandapower_solution(pn.case9())
+    np.testing.assert_allclose(pf.voltage, ref.voltage, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(pf.gen_s.real, ref.gen_p, atol=1e-10, rtol=0)
+    v = jnp.asarray(ref.voltage)
+    topo = Topology(9, ref.branch_from, ref.branch_to)
     i_f, i_t = branch_currents(topo, v, as_device_params(system.params))
     s_f = np.asarray(v[topo.from_bus] * jnp.conj(i_f))
     s_t = np.asarray(v[topo.to_bus] * jnp.conj(i_t))
-    np.testing.assert_allclose(s_f, pf.branch_s_from, atol=1e-8, rtol=0)
-    np.testing.assert_allclose(s_t, pf.branch_s_to, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(s_f, ref.branch_s_from, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(s_t, ref.branch_s_to, atol=1e-8, rtol=0)
     tripped = apply_changes(system.params, BranchTrip(branch="br_4_5").events(system)[0].changes)
     i_f, i_t = branch_currents(topo, v, as_device_params(tripped))
     assert float(jnp.abs(i_f[1])) == 0.0 and float(jnp.abs(i_t[1])) == 0.0
@@ -213,7 +218,7 @@ def test_sauer_pai_example_operating_point():
     net = pn.case9()
     net.ext_grid["vm_pu"] = 1.04
     net.gen["vm_pu"] = 1.025
-    sys_sp = build_wscc9(power_flow=run_power_flow(net))
+    sys_sp = build_wscc9(power_flow=solved_pandapower_grid(net, "case9"))
     x = sys_sp.x0.reshape(3, 7)
     np.testing.assert_allclose(x[:, 0], [0.0625, 1.0664, 0.9449], atol=2e-3)  # delta, rad
     np.testing.assert_allclose(x[:, 2], [1.0564, 0.7882, 0.7679], atol=2e-3)  # Eq_p

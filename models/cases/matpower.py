@@ -2,9 +2,10 @@
 
 Source network: a ``pandapower.networks`` case (``case14``, ``case39``, ``case57``, ``case118``), a
 MATPOWER ``.m`` file (parsed as data) or a pandapower JSON file (``models.cases.matpower_io``).
-Operating point: pandapower's Newton power flow (``models.powerflow.run_power_flow``, numba off).
+Operating point: the project's power flow (``models.powerflow``) on the grid pandapower's converter
+gives (``models.cases.pandapower_grid``).
 
-This module only turns a case into data: a ``models.assembly.Grid`` (network, solved operating
+This module only turns a case into data: a ``models.grid.Grid`` (network, solved operating
 point, static loads), one ``GeneratorSlot`` per generator and a list of ``BusDevice`` instances;
 ``models.assembly.assemble`` builds the DAE. Devices (``models.devices``, each with its equations
 and initialization twin):
@@ -43,15 +44,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from models.assembly import BusDevice, Device, GeneratorSlot, Grid, assemble
+from models.assembly import BusDevice, Device, GeneratorSlot, assemble
 from models.cases import typical_data as td
 from models.cases.equilibrium import unique_names
 from models.cases.matpower_io import NetworkSource, network_source
+from models.cases.pandapower_grid import solved_pandapower_grid
 from models.components.validation import number
 from models.dae import DAESystem
 from models.devices import (
@@ -66,7 +68,7 @@ from models.devices import (
 from models.devices.sixth_order import validate_sixth_order
 from models.devices.tgov1_smooth import validate_tgov1
 from models.devices.two_axis import validate_two_axis
-from models.powerflow import PowerFlowCase, run_power_flow
+from models.grid import Grid, per_bus
 
 EXCITERS = {"ieee_dc1a": IEEE_DC1A, "sexs": SEXS_SMOOTH}
 """Exciter name (``CaseConfig.exciter``) -> device model."""
@@ -82,6 +84,9 @@ INVERTER_IMPEDANCES = ("kp_c", "ki_c", "Lf", "Rf")
 """Inverter fields that are impedances (V/A), scaled by S_base / S_inv."""
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 ELEMENT_KINDS = ("motor", "inverter")
+BRANCH_FIELDS = ("branch_from", "branch_to", "branch_r", "branch_x", "branch_b", "branch_tap",
+                 "branch_shift", "branch_status", "branch_g")  # fmt: skip
+"""The grid's per-branch arrays, reordered together into MATPOWER row order."""
 """Bus-device kinds every MATPOWER case names (possibly none of them)."""
 
 
@@ -108,24 +113,25 @@ class CaseConfig:
             raise ValueError("motor_share and inverter_share must lie in (0, 1)")
 
 
-def _gen_names(pf: PowerFlowCase) -> tuple[str, ...]:
-    return unique_names(f"gen{int(pf.bus_numbers[i])}" for i in pf.gen_bus)
+def _bus_load(pf: Grid) -> np.ndarray:
+    """P + jQ consumed at each bus (pu; the MATPOWER loads are constant power)."""
+    return per_bus(pf, pf.load_bus, pf.load_s + pf.load_i + pf.load_y)
 
 
 def _generator_slots(
-    pf: PowerFlowCase, rule: Mapping, config: CaseConfig, generator_data: Mapping | None
+    pf: Grid, rule: Mapping, config: CaseConfig, generator_data: Mapping | None
 ) -> tuple[tuple[str, ...], np.ndarray, list[str], list[GeneratorSlot]]:
     """Names, ratings (MVA), data classes and slots (machine, exciter, governor on the system
     base) of the generators."""
     model, validate = MACHINES[config.machine]
-    names = _gen_names(pf)
+    names = pf.gen_names
     own = _own_generator_data(generator_data, names, config.exciter, validate)
-    s_gen = np.abs(pf.gen_p + 1j * pf.gen_q) * pf.base_mva
+    s_gen = np.abs(pf.gen_s) * pf.sbase
     ratings, classes, slots = [], [], []
     for k, name in enumerate(names):
         entry = own.get(name)
         v_gen = float(np.abs(pf.voltage[pf.gen_bus[k]]))
-        rule_rating = td.machine_rating(rule, s_gen[k], pf.gen_q[k] * pf.base_mva, v_gen)
+        rule_rating = td.machine_rating(rule, s_gen[k], pf.gen_s[k].imag * pf.sbase, v_gen)
         if entry is not None:
             rating = rule_rating if entry["mva"] is None else entry["mva"]
             base = rating if entry["machine_base_mva"] is None else entry["machine_base_mva"]
@@ -140,8 +146,8 @@ def _generator_slots(
             exc_data, gov_data = rule["exciters"][config.exciter], rule["governor"]
         ratings.append(rating)
         classes.append(cls)
-        machine_to_sys = pf.base_mva / float(base)
-        to_sys = pf.base_mva / float(rating)
+        machine_to_sys = pf.sbase / float(base)
+        to_sys = pf.sbase / float(rating)
         machine_params = {
             key: machine[key] * machine_to_sys
             if key in MACHINE_IMPEDANCES
@@ -235,20 +241,19 @@ def published_generator_data(case: str) -> dict | None:
         return json.load(fh)
 
 
-def _device_buses(pf: PowerFlowCase, config: CaseConfig) -> tuple[np.ndarray, np.ndarray]:
+def _device_buses(pf: Grid, config: CaseConfig) -> tuple[np.ndarray, np.ndarray]:
     """ppc positions of the motor and inverter buses (explicit bus numbers or the default rule)."""
     gen_set = set(int(i) for i in pf.gen_bus)
+    load_p = _bus_load(pf).real
     candidates = [
-        int(i)
-        for i in np.argsort(-pf.load_p, kind="stable")
-        if pf.load_p[i] > 0 and i not in gen_set
+        int(i) for i in np.argsort(-load_p, kind="stable") if load_p[i] > 0 and i not in gen_set
     ]
     number_to_pos = {int(b): i for i, b in enumerate(pf.bus_numbers)}
 
     def explicit(buses: tuple[int, ...], what: str) -> list[int]:
         out = []
         for b in buses:
-            if b not in number_to_pos or pf.load_p[number_to_pos[b]] <= 0:
+            if b not in number_to_pos or load_p[number_to_pos[b]] <= 0:
                 valid = sorted(int(pf.bus_numbers[i]) for i in candidates)
                 raise KeyError(f"{what} bus {b} carries no active load; valid: {valid}")
             out.append(number_to_pos[b])
@@ -270,15 +275,16 @@ def _device_buses(pf: PowerFlowCase, config: CaseConfig) -> tuple[np.ndarray, np
     return np.asarray(motors, dtype=np.int64), np.asarray(inverters, dtype=np.int64)
 
 
-def _bus_devices(pf: PowerFlowCase, config: CaseConfig, rule: Mapping) -> list[BusDevice]:
+def _bus_devices(pf: Grid, config: CaseConfig, rule: Mapping) -> list[BusDevice]:
     """The motors (drawing ``motor_share`` of their bus's active load) and inverters (injecting
     ``inverter_share`` of theirs at Q = 0), data from the rule converted to the system base by
     the device's rating."""
-    base = pf.base_mva
+    base = pf.sbase
+    load_p = _bus_load(pf).real
     mot_bus, inv_bus = _device_buses(pf, config)
     devices = []
     for b in mot_bus:
-        p_mot = config.motor_share * pf.load_p[b]
+        p_mot = config.motor_share * load_p[b]
         to_sys = base / (p_mot * base / rule["motor_pf"])
         params = {
             key: value * to_sys
@@ -292,7 +298,7 @@ def _bus_devices(pf: PowerFlowCase, config: CaseConfig, rule: Mapping) -> list[B
         device = Device(INDUCTION_MOTOR, params, f"motor {name}")
         devices.append(BusDevice(name, int(b), device, complex(-p_mot)))
     for b in inv_bus:
-        p_inv = config.inverter_share * pf.load_p[b]
+        p_inv = config.inverter_share * load_p[b]
         to_sys = 1.0 / (rule["inverter_margin"] * p_inv)
         params = {
             key: rule["inverter"][key] * to_sys
@@ -328,7 +334,7 @@ def build_matpower_case(
     )
     if config.exciter not in rule["exciters"]:
         raise ValueError(f"typical data has no exciter {config.exciter!r}")
-    pf = run_power_flow(src.net)
+    pf = solved_pandapower_grid(src.net, src.name)
     rows = src.branch_rows(pf.bus_numbers, pf.branch_from, pf.branch_to)
     pairs = src.matpower_pairs or [
         (int(pf.bus_numbers[f]), int(pf.bus_numbers[t]))
@@ -336,42 +342,26 @@ def build_matpower_case(
     ]
     gen_names, ratings, classes, slots = _generator_slots(pf, rule, config, generator_data)
     bus_devices = _bus_devices(pf, config, rule)
-    load_bus = pf.load_buses
     case_name = name or src.name
-    grid = Grid(
+    grid = replace(
+        pf,
         name=case_name,
-        sbase=pf.base_mva,
-        f_hz=pf.f_hz,
-        bus_names=tuple(f"bus{int(b)}" for b in pf.bus_numbers),
         branch_names=unique_names(f"br_{f_}_{t_}" for f_, t_ in pairs),
-        branch_from=pf.branch_from[rows],
-        branch_to=pf.branch_to[rows],
-        branch_r=pf.branch_r[rows],
-        branch_x=pf.branch_x[rows],
-        branch_b=pf.branch_b[rows],
-        branch_tap=pf.branch_tap[rows],
-        branch_shift=pf.branch_shift[rows],
-        branch_status=pf.branch_status[rows],
-        branch_g=None if pf.branch_g is None else pf.branch_g[rows],
-        shunt=pf.shunt_g + 1j * pf.shunt_b,
-        load_bus=load_bus,
-        load_s=pf.load_p[load_bus] + 1j * pf.load_q[load_bus],
-        load_i=np.zeros(load_bus.size, dtype=complex),
-        load_y=np.zeros(load_bus.size, dtype=complex),
+        **{
+            key: None if getattr(pf, key) is None else getattr(pf, key)[rows]
+            for key in BRANCH_FIELDS
+        },
         load_fractions=config.zip_fractions,
-        vm=pf.vm,
-        gen_bus=np.asarray(pf.gen_bus),
-        gen_names=gen_names,
-        gen_mbase=np.full(len(gen_names), float(pf.base_mva)),  # data on the system base
-        voltage=pf.voltage,
-        gen_s=pf.gen_p + 1j * pf.gen_q,
+        gen_mbase=np.full(len(gen_names), float(pf.sbase)),  # data on the system base
         info={
+            **pf.info,
             "exciter": config.exciter,
             "machine": config.machine,
             "generator_mva": {n: float(m) for n, m in zip(gen_names, ratings, strict=True)},
             "generator_class": dict(zip(gen_names, classes, strict=True)),
             "sources": (
-                f"network and operating point: {src.name} via pandapower (MATPOWER branch order); "
+                f"network: {src.name} via pandapower's converter (MATPOWER branch order); "
+                "operating point: the project's power flow; "
                 + (
                     f"published dynamic data: {generator_data['source']}; "
                     if generator_data is not None

@@ -25,17 +25,18 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from models.assembly import Device, GeneratorSlot, Grid, assemble
-from models.cases.equilibrium import unique_names
+from models.assembly import Device, GeneratorSlot, assemble
+from models.cases.pandapower_grid import case9_grid
 from models.dae import DAESystem
 from models.devices import IEEE_DC1A, TWO_AXIS
 from models.devices import ieee_dc1a as exc
 from models.devices import two_axis as sm
-from models.powerflow import PowerFlowCase, case9_power_flow
+from models.grid import Grid
 
 DATA_PATH = Path(__file__).resolve().parent.parent / "data" / "wscc9_dynamic.json"
 GEN_STATES = sm.STATES + exc.STATES
@@ -77,7 +78,7 @@ def validate_dynamic_data(data: Mapping) -> dict[int, dict[str, dict[str, float]
     return out
 
 
-def _generator_slots(pf: PowerFlowCase, data: Mapping) -> tuple[list[int], list[GeneratorSlot]]:
+def _generator_slots(pf: Grid, data: Mapping) -> tuple[list[int], list[GeneratorSlot]]:
     """Generator bus numbers (power-flow order) and their slots: machine and exciter (system
     base, as published), no governor."""
     devices = validate_dynamic_data(data)
@@ -87,7 +88,7 @@ def _generator_slots(pf: PowerFlowCase, data: Mapping) -> tuple[list[int], list[
             f"dynamic data covers generator buses {sorted(devices)} but the power flow has "
             f"generators at buses {gen_numbers}"
         )
-    for field, value in (("system_base_mva", pf.base_mva), ("frequency_hz", pf.f_hz)):
+    for field, value in (("system_base_mva", pf.sbase), ("frequency_hz", pf.f_hz)):
         if field in data and float(data[field]) != value:
             raise ValueError(f"dynamic data: {field} = {data[field]} but the case has {value}")
     slots = [
@@ -102,63 +103,40 @@ def _generator_slots(pf: PowerFlowCase, data: Mapping) -> tuple[list[int], list[
 
 DESCRIPTION = (
     "WSCC 3-machine 9-bus system: two-axis machines with IEEE DC1A exciters (no limits), "
-    "constant-impedance loads, MATPOWER case9 power flow via pandapower"
+    "constant-impedance loads, MATPOWER case9 (pandapower's copy) at its power flow"
 )
 
 
-def build_wscc9(data: Mapping | None = None, power_flow: PowerFlowCase | None = None) -> DAESystem:
+def build_wscc9(data: Mapping | None = None, power_flow: Grid | None = None) -> DAESystem:
     """The WSCC 9-bus DAE at its power-flow equilibrium.
 
     ``data`` defaults to ``models/data/wscc9_dynamic.json`` (a modified copy may be passed, e.g.
-    in tests); ``power_flow`` defaults to ``case9_power_flow()``.
+    in tests); ``power_flow`` (a solved grid) defaults to ``case9_grid()``.
     """
     grid, slots = wscc9_devices(data, power_flow)
     return assemble(grid, slots, DESCRIPTION)
 
 
 def wscc9_devices(
-    data: Mapping | None = None, power_flow: PowerFlowCase | None = None
+    data: Mapping | None = None, power_flow: Grid | None = None
 ) -> tuple[Grid, list[GeneratorSlot]]:
     """The case as data for ``models.assembly.assemble``: the grid and one slot per generator."""
     data = load_dynamic_data() if data is None else copy.deepcopy(dict(data))
-    pf = case9_power_flow() if power_flow is None else power_flow
+    pf = case9_grid() if power_flow is None else power_flow
     gen_numbers, slots = _generator_slots(pf, data)
-    load_bus = pf.load_buses
-    grid = Grid(
+    grid = replace(
+        pf,
         name="wscc9",
-        sbase=pf.base_mva,
-        f_hz=pf.f_hz,
-        bus_names=tuple(f"bus{int(b)}" for b in pf.bus_numbers),
-        branch_names=unique_names(
-            f"br_{int(pf.bus_numbers[f])}_{int(pf.bus_numbers[t])}"
-            for f, t in zip(pf.branch_from, pf.branch_to, strict=True)
-        ),
-        branch_from=pf.branch_from,
-        branch_to=pf.branch_to,
-        branch_r=pf.branch_r,
-        branch_x=pf.branch_x,
-        branch_b=pf.branch_b,
-        branch_tap=pf.branch_tap,
-        branch_shift=pf.branch_shift,
-        branch_status=pf.branch_status,
-        shunt=pf.shunt_g + 1j * pf.shunt_b,
-        load_bus=load_bus,
-        load_s=pf.load_p[load_bus] + 1j * pf.load_q[load_bus],
-        load_i=np.zeros(load_bus.size, dtype=complex),
-        load_y=np.zeros(load_bus.size, dtype=complex),
         load_fractions=(1.0, 0.0, 0.0),  # constant impedance
-        vm=pf.vm,
-        gen_bus=np.asarray(pf.gen_bus),
         gen_names=tuple(f"gen{b}" for b in gen_numbers),
-        gen_mbase=np.full(len(gen_numbers), float(pf.base_mva)),  # data on the system base
-        voltage=pf.voltage,
-        gen_s=pf.gen_p + 1j * pf.gen_q,
+        gen_mbase=np.full(len(gen_numbers), float(pf.sbase)),  # data on the system base
         info={
+            **pf.info,
             "sources": (
-                "network and operating point: MATPOWER case9 via pandapower.networks.case9() "
-                "(generator voltages 1.0 pu); machines and exciters: P. W. Sauer and M. A. Pai, "
-                "Power System Dynamics and Stability, Prentice Hall, 1998, Ch. 7 and Example 7.1 "
-                "(two-axis model, IEEE DC1A exciter without VR limits)"
+                "network: MATPOWER case9 via pandapower.networks.case9() (generator voltages "
+                "1.0 pu); operating point: the project's power flow; machines and exciters: "
+                "P. W. Sauer and M. A. Pai, Power System Dynamics and Stability, Prentice Hall, "
+                "1998, Ch. 7 and Example 7.1 (two-axis model, IEEE DC1A exciter without VR limits)"
             ),
         },
     )

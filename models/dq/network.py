@@ -1,7 +1,7 @@
 """Build a dq-frame block network from a solved power flow, initialize every block from it and
 assemble the platform DAE at the network's joint equilibrium.
 
-Blocks made from the power-flow data (``NetworkData``):
+Blocks made from a solved ``models.grid.Grid`` (its generators are the devices, in order):
 
 * one ``node`` per bus. Its capacitance ``b`` is the pi-model charging of its branches (b/2 at
   each end; at a tap end divided by |tap|^2, as MATPOWER places it), its capacitive bus shunt and
@@ -44,6 +44,7 @@ from models.dae import DAESystem
 from models.dq import components as comp
 from models.dq.blocks import Assembled, Block, Kind, Wiring, build_layout
 from models.dq.equilibrium import solve_equilibrium
+from models.grid import Grid, load_power
 
 NODE_B_MIN = 0.01
 """Default smallest node capacitance (pu susceptance on the system base at nominal frequency)."""
@@ -51,37 +52,6 @@ Q_MAX = 200.0
 """Largest X/R of a branch or inductive load: MATPOWER's lossless transformers and shunt reactors
 get R = X / Q_MAX, as real ones have. Without it a loop of lossless inductors keeps an undamped
 dc-offset mode at +-j omega_b (seen on IEEE 118: real part 3e-13)."""
-
-
-@dataclass(frozen=True)
-class NetworkData:
-    """A solved power flow in pu on ``base_mva``: buses, branches, bus loads and device outputs.
-
-    ``v`` are complex bus voltages; ``device_bus`` / ``device_s`` give each device's bus index and
-    complex power injection (in the order of the device list handed to ``build_dq_network``).
-    """
-
-    base_mva: float
-    f_hz: float
-    bus_names: tuple[str, ...]
-    v: np.ndarray
-    load_p: np.ndarray
-    load_q: np.ndarray
-    shunt_g: np.ndarray
-    shunt_b: np.ndarray
-    branch_names: tuple[str, ...]
-    branch_from: np.ndarray
-    branch_to: np.ndarray
-    branch_r: np.ndarray
-    branch_x: np.ndarray
-    branch_b: np.ndarray
-    branch_tap: np.ndarray
-    branch_shift: np.ndarray
-    branch_status: np.ndarray
-    device_bus: np.ndarray
-    device_s: np.ndarray
-    branch_g: np.ndarray | None = None
-    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,12 +98,13 @@ class _Builder:
             self.z0[f"{name}.{key}"] = float(value)
 
 
-def _node_shunts(data: NetworkData, node_b_min: float):
-    n = len(data.bus_names)
+def _node_shunts(data: Grid, node_b_min: float):
+    n = data.n_bus
     b = np.zeros(n)
-    g = np.array(data.shunt_g, dtype=float)
+    g = np.array(data.shunt.real, dtype=float)
+    shunt_b = np.array(data.shunt.imag, dtype=float)
     tap2 = np.abs(data.branch_tap) ** 2
-    on = data.branch_status > 0
+    on = data.status > 0
     inductive = np.zeros(n)  # negative branch "charging" (transformer magnetizing) is inductive
     for target, scale in ((data.branch_from, 1 / tap2), (data.branch_to, 1.0)):
         part = data.branch_b / 2 * scale
@@ -142,19 +113,20 @@ def _node_shunts(data: NetworkData, node_b_min: float):
     if data.branch_g is not None:
         np.add.at(g, data.branch_from[on], data.branch_g[on] / 2 / tap2[on])
         np.add.at(g, data.branch_to[on], data.branch_g[on] / 2)
-    vm2 = np.abs(data.v) ** 2
-    load_g = data.load_p / vm2
-    load_b = -data.load_q / vm2 + np.minimum(data.shunt_b, 0.0) + inductive
-    b += np.maximum(data.shunt_b, 0.0) + np.maximum(load_b, 0.0)
+    vm2 = np.abs(data.voltage) ** 2
+    load = load_power(data, np.sqrt(vm2))  # as constant impedance at the solved voltage
+    load_g = load.real / vm2
+    load_b = -load.imag / vm2 + np.minimum(shunt_b, 0.0) + inductive
+    b += np.maximum(shunt_b, 0.0) + np.maximum(load_b, 0.0)
     load_b = np.minimum(load_b, 0.0)
     at_floor = b < node_b_min
     return np.maximum(b, node_b_min), g, load_g, load_b, at_floor
 
 
-def _parallel_reactance(data: NetworkData) -> np.ndarray:
+def _parallel_reactance(data: Grid) -> np.ndarray:
     """Per bus, the parallel combination of its in-service branches' series reactances (pu)."""
-    inv = np.zeros(len(data.bus_names))
-    on = data.branch_status > 0
+    inv = np.zeros(data.n_bus)
+    on = data.status > 0
     for ends in (data.branch_from, data.branch_to):
         np.add.at(inv, ends[on], 1.0 / np.abs(data.branch_x[on]))
     with np.errstate(divide="ignore"):
@@ -163,7 +135,7 @@ def _parallel_reactance(data: NetworkData) -> np.ndarray:
 
 def build_dq_network(
     name: str,
-    data: NetworkData,
+    data: Grid,
     devices: Sequence[DeviceSpec],
     *,
     ports: str = "explicit",
@@ -173,10 +145,13 @@ def build_dq_network(
     description: str = "",
     info: Mapping | None = None,
 ) -> DAESystem:
-    """The DAE of ``data``'s network with ``devices``, at its joint equilibrium."""
+    """The DAE of the solved grid ``data`` with ``devices`` (one per generator of the grid, in
+    order), at its joint equilibrium."""
     start = time.perf_counter()
-    if len(devices) != len(data.device_bus):
-        raise ValueError(f"{len(devices)} devices but the power flow has {len(data.device_bus)}")
+    if not data.solved:
+        raise ValueError(f"{data.name}: the grid must be solved (models.powerflow)")
+    if len(devices) != len(data.gen_bus):
+        raise ValueError(f"{len(devices)} devices but the power flow has {len(data.gen_bus)}")
     if not node_b_min > 0:
         raise ValueError(
             f"node_b_min must be > 0 (index-1 nodes need a capacitance), got {node_b_min}"
@@ -194,7 +169,7 @@ def build_dq_network(
 
     x_par = _parallel_reactance(data)
     for k, bus in enumerate(data.bus_names):
-        v = data.v[k]
+        v = data.voltage[k]
         params = {"b": b_node[k], "g_sh": g_node[k], "fault_g": 0.0, "fault_b": 0.0}
         if at_floor[k] and floor_damping:
             params["rs"] = float(np.sqrt(x_par[k] / b_node[k]))
@@ -210,8 +185,9 @@ def build_dq_network(
     for k, br in enumerate(data.branch_names):
         f, t = int(data.branch_from[k]), int(data.branch_to[k])
         ratio = data.branch_tap[k] * np.exp(1j * data.branch_shift[k])
-        status = float(data.branch_status[k])
-        i = status * (data.v[f] / ratio - data.v[t]) / complex(branch_r[k], data.branch_x[k])
+        status = float(data.status[k])
+        v_f, v_t = data.voltage[f], data.voltage[t]
+        i = status * (v_f / ratio - v_t) / complex(branch_r[k], data.branch_x[k])
         params = {
             "r": branch_r[k], "x": data.branch_x[k], "tap": data.branch_tap[k],
             "shift": data.branch_shift[k], "status": status,
@@ -231,7 +207,7 @@ def build_dq_network(
         if load_b[k] < 0.0:
             y2 = load_g[k] ** 2 + load_b[k] ** 2
             x_l = -load_b[k] / y2
-            il = data.v[k] / complex(max(load_g[k] / y2, x_l / q_max), x_l)
+            il = data.voltage[k] / complex(max(load_g[k] / y2, x_l / q_max), x_l)
             params["q_max"] = q_max
             bld.add(lname, comp.LOAD_RL, params, {"load": bus}, {"iL_D": il.real, "iL_Q": il.imag})
             bld.wiring.connect(lname, "w", reference, "omega")
@@ -241,9 +217,9 @@ def build_dq_network(
         bld.wiring.connect_pair(nodes[k], "i", lname, "i")
 
     for k, dev in enumerate(devices):
-        bus = int(data.device_bus[k])
-        v = data.v[bus]
-        i_sys = np.conj(data.device_s[k] / v)
+        bus = int(data.gen_bus[k])
+        v = data.voltage[bus]
+        i_sys = np.conj(data.gen_s[k] / v)
         params = dict(dev.params)
         if dev.kind not in _INIT:
             raise ValueError(
@@ -293,7 +269,7 @@ def _system(
     bus_v = np.array([[out_index[f"{n}.v_D"], out_index[f"{n}.v_Q"]] for n in nodes])
     dev_names = tuple(d.name for d in devices)
     dev_i = np.array([[out_index[f"{d}.i_D"], out_index[f"{d}.i_Q"]] for d in dev_names])
-    node_of = {d.name: nodes[int(data.device_bus[k])] for k, d in enumerate(devices)}
+    node_of = {d.name: nodes[int(data.gen_bus[k])] for k, d in enumerate(devices)}
     dev_v = np.array(
         [[out_index[f"{node_of[d]}.v_D"], out_index[f"{node_of[d]}.v_Q"]] for d in dev_names]
     )
@@ -339,7 +315,7 @@ def _system(
     info.update(
         n_bus=len(bus_labels),
         f_hz=data.f_hz,
-        s_base_mva=data.base_mva,
+        s_base_mva=data.sbase,
         blocks=kinds,
         reference=reference,
         ports=lay.ports,
@@ -352,9 +328,9 @@ def _system(
         equilibrium=eq.report,
         init_max_abs_f=eq.max_f,
         init_max_abs_g=eq.max_g,
-        pf_max_voltage_deviation=float(np.max(np.abs(v_eq - data.v))),
+        pf_max_voltage_deviation=float(np.max(np.abs(v_eq - data.voltage))),
         build_seconds=seconds,
-        power_flow=data.source,
+        power_flow=data.info.get("sources", ""),
         exogenous_inputs=dict(zip(lay.exo_names, lay.exo_values.tolist(), strict=True)),
     )  # fmt: skip
     return DAESystem(

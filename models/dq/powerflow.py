@@ -1,8 +1,5 @@
-"""Power flows for the dq presets: a small polar Newton power flow for hand-written networks
-(SMIB, microgrid, inverter test) on exactly the branch model the dq lines use, and the
-conversion of a pandapower/MATPOWER solution (``models.powerflow.PowerFlowCase``) to
-``NetworkData``.
-"""
+"""Hand-written networks for the dq presets (SMIB, microgrid, inverter test) as a
+``models.grid.Grid``, solved by the project's power flow (``models.powerflow``)."""
 
 from __future__ import annotations
 
@@ -10,12 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import root
 
-from models.dq.network import NetworkData
-from models.powerflow import PowerFlowCase
-
-PF_TOL = 1e-13
+from models.cases.equilibrium import unique_names
+from models.grid import PQ, PV, SWING, Grid
+from models.powerflow import solve_power_flow
 
 
 @dataclass(frozen=True)
@@ -43,19 +38,6 @@ class Injection:
     v: float = 1.0
 
 
-def _ybus(n: int, f: np.ndarray, t: np.ndarray, branches: Sequence[Branch]) -> np.ndarray:
-    y = np.zeros((n, n), dtype=complex)
-    for k, br in enumerate(branches):
-        ys = 1.0 / complex(br.r, br.x)
-        ratio = br.tap * np.exp(1j * br.shift)
-        i, j = f[k], t[k]
-        y[i, i] += (ys + 0.5j * br.b) / abs(ratio) ** 2
-        y[j, j] += ys + 0.5j * br.b
-        y[i, j] -= ys / np.conj(ratio)
-        y[j, i] -= ys / ratio
-    return y
-
-
 def solve_small_power_flow(
     bus_names: Sequence[str],
     branches: Sequence[Branch],
@@ -65,127 +47,49 @@ def solve_small_power_flow(
     base_mva: float,
     f_hz: float = 60.0,
     source: str = "",
-) -> NetworkData:
-    """Solve the power flow (one slack injection; PV buses hold |V|) and return ``NetworkData``
-    with each injection's complex power (in injection order)."""
+) -> Grid:
+    """The solved grid (one slack injection; PV buses hold |V|); its generators are the
+    injections, in order, with their solved complex powers (generator convention)."""
     names = list(bus_names)
     n = len(names)
     idx = {b: k for k, b in enumerate(names)}
     for item in [*injections, *(Injection(b, "pq") for b in loads)]:
         if item.bus not in idx:
             raise ValueError(f"unknown bus {item.bus!r}; buses: {names}")
-    slack = [k for k, inj in enumerate(injections) if inj.role == "slack"]
-    if len(slack) != 1:
+    if sum(inj.role == "slack" for inj in injections) != 1:
         raise ValueError("exactly one injection must be the slack")
-    f = np.array([idx[b.frm] for b in branches])
-    t = np.array([idx[b.to] for b in branches])
-    y = _ybus(n, f, t, branches)
-    s_spec = np.zeros(n, dtype=complex)
-    for bus, s in loads.items():
-        s_spec[idx[bus]] -= s
-    vm = np.ones(n)
-    fixed_v = np.zeros(n, dtype=bool)
-    slack_bus = idx[injections[slack[0]].bus]
+    kinds = np.full(n, PQ, dtype=np.int64)
+    v_set = np.full(n, np.nan)
     for inj in injections:
-        k = idx[inj.bus]
         if inj.role in ("slack", "pv"):
-            vm[k], fixed_v[k] = inj.v, True
-        if inj.role in ("pv", "pq"):
-            s_spec[k] += inj.p + (1j * inj.q if inj.role == "pq" else 0.0)
-    angle_free = np.array([k != slack_bus for k in range(n)])
-
-    def voltages(w):
-        va = np.zeros(n)
-        va[angle_free] = w[: angle_free.sum()]
-        v_mag = vm.copy()
-        v_mag[~fixed_v] = w[angle_free.sum() :]
-        return v_mag * np.exp(1j * va)
-
-    def mismatch(w):
-        v = voltages(w)
-        s = v * np.conj(y @ v) - s_spec
-        return np.concatenate([s.real[angle_free], s.imag[~fixed_v]])
-
-    w0 = np.concatenate([np.zeros(angle_free.sum()), np.ones((~fixed_v).sum())])
-    sol = root(mismatch, w0, method="hybr", tol=PF_TOL)
-    if not sol.success or np.max(np.abs(mismatch(sol.x))) > 1e-10:
-        raise RuntimeError(f"power flow did not converge: {sol.message}")
-    v = voltages(sol.x)
-    s_bus = v * np.conj(y @ v)  # net injection
-    residual = s_bus - s_spec  # what the slack / PV devices still supply
-    device_s = []
-    for inj in injections:
-        k = idx[inj.bus]
-        if inj.role == "pq":
-            device_s.append(complex(inj.p, inj.q))
-        elif inj.role == "pv":
-            device_s.append(complex(inj.p, residual[k].imag + 0.0))
-            residual[k] = complex(residual[k].real, 0.0)
-        else:
-            device_s.append(complex(residual[k].real + 0.0, residual[k].imag))
-    load = np.zeros(n, dtype=complex)
-    for bus, s in loads.items():
-        load[idx[bus]] += s
-    zeros = np.zeros(n)
-    return NetworkData(
-        base_mva=base_mva,
+            kinds[idx[inj.bus]] = SWING if inj.role == "slack" else PV
+            v_set[idx[inj.bus]] = inj.v
+    load_bus = np.array([idx[b] for b in loads], dtype=np.int64)
+    grid = Grid(
+        name="dq network",
+        sbase=base_mva,
         f_hz=f_hz,
         bus_names=tuple(names),
-        v=v,
-        load_p=load.real,
-        load_q=load.imag,
-        shunt_g=zeros,
-        shunt_b=zeros.copy(),
-        branch_names=_branch_names([(b.frm, b.to) for b in branches]),
-        branch_from=f,
-        branch_to=t,
-        branch_r=np.array([b.r for b in branches]),
-        branch_x=np.array([b.x for b in branches]),
-        branch_b=np.array([b.b for b in branches]),
-        branch_tap=np.array([b.tap for b in branches]),
-        branch_shift=np.array([b.shift for b in branches]),
-        branch_status=np.ones(len(branches)),
-        device_bus=np.array([idx[inj.bus] for inj in injections]),
-        device_s=np.array(device_s),
-        source=source or "own polar Newton power flow (scipy hybr), tolerance 1e-13 pu",
+        bus_kind=kinds,
+        v_set=v_set,
+        voltage=np.ones(n, dtype=complex),
+        shunt=np.zeros(n, dtype=complex),
+        branch_names=unique_names(f"br_{b.frm}_{b.to}" for b in branches),
+        branch_from=np.array([idx[b.frm] for b in branches], dtype=np.int64),
+        branch_to=np.array([idx[b.to] for b in branches], dtype=np.int64),
+        branch_r=np.array([b.r for b in branches], dtype=np.float64),
+        branch_x=np.array([b.x for b in branches], dtype=np.float64),
+        branch_b=np.array([b.b for b in branches], dtype=np.float64),
+        branch_tap=np.array([b.tap for b in branches], dtype=np.float64),
+        branch_shift=np.array([b.shift for b in branches], dtype=np.float64),
+        load_bus=load_bus,
+        load_s=np.array(list(loads.values()), dtype=complex),
+        load_i=np.zeros(load_bus.size, dtype=complex),
+        load_y=np.zeros(load_bus.size, dtype=complex),
+        gen_bus=np.array([idx[inj.bus] for inj in injections], dtype=np.int64),
+        gen_names=tuple(f"injection{k}" for k in range(len(injections))),
+        gen_mbase=np.ones(len(injections)),
+        gen_s=np.array([complex(inj.p, inj.q if inj.role == "pq" else 0.0) for inj in injections]),
+        info={"sources": source or "the project's Newton power flow (models.powerflow)"},
     )
-
-
-def _branch_names(pairs) -> tuple[str, ...]:
-    seen: dict[str, int] = {}
-    out = []
-    for f, t in pairs:
-        name = f"br_{f}_{t}"
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
-    return tuple(out)
-
-
-def from_power_flow_case(pf: PowerFlowCase, source: str) -> NetworkData:
-    """``NetworkData`` of a pandapower solution; one device per in-service generator."""
-    numbers = [str(int(b)) for b in pf.bus_numbers]
-    pairs = [(numbers[f], numbers[t]) for f, t in zip(pf.branch_from, pf.branch_to, strict=True)]
-    bus_names = tuple(f"bus{n}" for n in numbers)
-    return NetworkData(
-        base_mva=pf.base_mva,
-        f_hz=pf.f_hz,
-        bus_names=bus_names,
-        v=pf.voltage,
-        load_p=pf.load_p,
-        load_q=pf.load_q,
-        shunt_g=pf.shunt_g,
-        shunt_b=pf.shunt_b,
-        branch_names=_branch_names(pairs),
-        branch_from=pf.branch_from,
-        branch_to=pf.branch_to,
-        branch_r=pf.branch_r,
-        branch_x=pf.branch_x,
-        branch_b=pf.branch_b,
-        branch_tap=pf.branch_tap,
-        branch_shift=pf.branch_shift,
-        branch_status=pf.branch_status,
-        device_bus=pf.gen_bus,
-        device_s=pf.gen_p + 1j * pf.gen_q,
-        branch_g=pf.branch_g,
-        source=source,
-    )
+    return solve_power_flow(grid)

@@ -29,8 +29,7 @@ from models.dae import DAESystem
 from models.disturbances import DisturbanceSequence, InputStep
 from models.dq.components import OMEGA_B
 from models.dq.network import DeviceSpec, build_dq_network
-from models.dq.powerflow import Branch, Injection, from_power_flow_case, solve_small_power_flow
-from models.powerflow import run_power_flow
+from models.dq.powerflow import Branch, Injection, solve_small_power_flow
 
 SM_DATA = {
     "Lad": 1.66, "Laq": 1.61, "Ll": 0.15, "Ra": 0.003, "Lfd": 0.165, "Rfd": 0.0006,
@@ -86,9 +85,9 @@ def build_smib(ports: str = "explicit") -> DAESystem:
 def build_nine_bus(ports: str = "explicit") -> DAESystem:
     """WSCC 9-bus network (MATPOWER case9 power flow) with a synchronous machine at bus 1 (the
     frequency reference), a grid-forming inverter at bus 2 and a grid-following one at bus 3."""
-    from models.powerflow import case9_power_flow
+    from models.cases.pandapower_grid import case9_grid
 
-    data = from_power_flow_case(case9_power_flow(), "pandapower case9 (MATPOWER), tol 1e-10 MVA")
+    data = case9_grid()
     devices = [_sm("G1", 2.475, reference=True), _gfm("GFM2", 2.0), _gfl("GFL3", 1.2)]
     return build_dq_network(
         "dq_ninebus", data, devices, ports=ports,
@@ -185,13 +184,13 @@ def build_ieee_dq(case: str, ports: str = "explicit") -> DAESystem:
     """IEEE ``case39`` or ``case118`` in full-order dq form: every generator the generic machine
     ``SM_DATA`` (rated |S| / 0.8, at least 50 MVA), the largest one the frequency reference."""
     from models.cases.matpower_io import pandapower_case
+    from models.cases.pandapower_grid import solved_pandapower_grid
 
-    pf = run_power_flow(pandapower_case(case).net)
-    data = from_power_flow_case(pf, f"pandapower {case} (MATPOWER), tol 1e-10 MVA")
-    ratings = _machine_ratings(data.device_s, data.base_mva)
+    data = solved_pandapower_grid(pandapower_case(case).net, case)
+    ratings = _machine_ratings(data.gen_s, data.sbase)
     ref = int(np.argmax(ratings))
-    names = [f"gen{int(pf.bus_numbers[b])}" for b in pf.gen_bus]
-    if len(set(names)) != len(names):
+    names = list(data.gen_names)
+    if len(set(data.gen_bus.tolist())) != len(names):
         raise NotImplementedError(f"{case}: several generators at one bus")
     devices = [
         _sm(n, float(r), k == ref) for k, (n, r) in enumerate(zip(names, ratings, strict=True))

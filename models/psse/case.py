@@ -5,22 +5,23 @@ model; a record naming a bus and ID without an in-service machine is refused wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from models.assembly import (
     Device,
     GeneratorSlot,
-    Grid,
     assemble,
     check_parameters,
     check_slots,
 )
 from models.dae import DAESystem
 from models.devices import MODELS
+from models.grid import Grid
+from models.powerflow import solve_power_flow
 from models.psse.dyr import parse_dyr
-from models.psse.network import build_network, solve_power_flow
+from models.psse.network import build_network
 from models.psse.raw import parse_raw
 from models.psse.records import PsseError
 
@@ -68,12 +69,13 @@ def load_psse_case(
     ``ValueError`` (a parameter value, naming its record)."""
     raw = parse_raw(raw_text, raw_file)
     net = build_network(raw)
-    solution = solve_power_flow(net)
+    solved = solve_power_flow(net.grid)
     dyr = parse_dyr(dyr_text, dyr_file, substitute=substitute)
-    warnings = list(net.notes) + list(dyr.warnings) + list(solution.q_violations)
+    warnings = list(net.notes) + list(dyr.warnings) + list(solved.info["q_violations"])
     load_s, load_i, load_y = convert_loads(
-        net.load_s, net.load_i, net.load_y, np.abs(solution.voltage[net.load_bus]), load_conversion
-    )
+        solved.load_s, solved.load_i, solved.load_y, np.abs(solved.voltage[solved.load_bus]),
+        load_conversion,
+    )  # fmt: skip
     slot_of = {(bus, gid.strip()): k for k, (bus, gid) in enumerate(net.gen_ids)}
     found: list[dict[str, object]] = [{} for _ in net.gen_ids]
     for rec in dyr.records:
@@ -108,7 +110,7 @@ def load_psse_case(
             warnings += [f"{dyr_file}, line {rec.line}: {rec.model} of machine '{rec.id}' at bus "
                          f"{rec.bus}: {text}" for text in model.readings(params)]  # fmt: skip
         slot[model.role] = Device(model, params, f"{dyr_file}, line {rec.line}")
-    missing = [net.gen_names[k] for k, slot in enumerate(found) if "machine" not in slot]
+    missing = [solved.gen_names[k] for k, slot in enumerate(found) if "machine" not in slot]
     if missing:
         raise PsseError(
             dyr_file, 0, "dynamic data",
@@ -126,37 +128,20 @@ def load_psse_case(
         GeneratorSlot(s["machine"], s.get("exciter"), s.get("governor"), s.get("stabilizer"))
         for s in found
     ]
-    grid = Grid(
+    grid = replace(
+        solved,
         name=name,
-        sbase=net.sbase,
-        f_hz=net.f_hz,
-        bus_names=net.bus_names,
-        branch_names=net.branch_names,
-        branch_from=net.branch_from,
-        branch_to=net.branch_to,
-        branch_r=net.branch_r,
-        branch_x=net.branch_x,
-        branch_b=net.branch_b,
-        branch_tap=net.branch_tap,
-        branch_shift=net.branch_shift,
-        shunt=net.shunt,
-        load_bus=net.load_bus,
         load_s=load_s,
         load_i=load_i,
         load_y=load_y,
-        gen_bus=net.gen_bus,
-        gen_names=net.gen_names,
-        gen_mbase=net.gen_mbase,
-        voltage=solution.voltage,
-        gen_s=solution.gen_s,
         info={
             "sources": f"PSS/E raw {raw_file} (revision {raw.version}) and {dyr_file}",
             "title": " / ".join(t for t in raw.title if t),
             "areas": {str(k): v for k, v in raw.areas.items()},
             "zones": {str(k): v for k, v in raw.zones.items()},
             "bus_area": tuple(int(a) for a in net.bus_area),
-            "power_flow_iterations": solution.iterations,
-            "power_flow_mismatch": solution.mismatch,
+            "power_flow_iterations": solved.info["power_flow_iterations"],
+            "power_flow_mismatch": solved.info["power_flow_mismatch"],
             "warnings": tuple(warnings),
             "load_conversion": dict(
                 zip(("p_to_i", "p_to_z", "q_to_i", "q_to_z"), load_conversion, strict=True)
@@ -167,8 +152,8 @@ def load_psse_case(
         {d.model.name for s in slots for d in (s.machine, s.exciter, s.governor, s.stabilizer) if d}
     )
     description = (
-        f"{name}: PSS/E case {raw_file} + {dyr_file}: {net.n_bus} buses, "
-        f"{net.branch_r.size} branches, {len(slots)} machines ({', '.join(models)})"
+        f"{name}: PSS/E case {raw_file} + {dyr_file}: {grid.n_bus} buses, "
+        f"{grid.n_branch} branches, {len(slots)} machines ({', '.join(models)})"
     )
     for role in ("machine", "exciter", "governor", "stabilizer"):
         check_parameters(slots, role)
