@@ -28,7 +28,7 @@ import numpy as np
 from models.assembly.devices import BusDevice
 from models.assembly.layout import DeviceGroup, Layout
 from models.components.loads import zip_parameters
-from models.devices.base import to_machine_frame
+from models.devices.base import InitialValueError, to_machine_frame
 from models.grid import Grid
 
 
@@ -73,7 +73,7 @@ def initialize(grid: Grid, lay: Layout, bus_devices: Sequence[BusDevice]) -> Ini
         _place(grp, init, params, x0, ("vref",))
         vref[k] = init["vref"]
     for grp in groups["governor"]:
-        init = grp.model.init(tm0[grp.members], grp.params)
+        init = _named(grp, lambda g=grp: g.model.init(tm0[g.members], g.params))
         _place(grp, init, params, x0, ("pref",))
         pref[grp.members] = init["pref"]
     for grp in groups["stabilizer"]:
@@ -187,6 +187,17 @@ def _static_loads(grid: Grid, bus_of: np.ndarray, injected: np.ndarray):
             "load_pp": split["load_pp"], "load_pq": split["load_pq"],
         }  # fmt: skip
     return buses, {k: per_bus(v) for k, v in parts.items()}
+
+
+def _named(grp: DeviceGroup, start):
+    """``start()`` (a group's initialization), an ``InitialValueError`` turned into a
+    ``ValueError`` naming each refused instance's record (``Device.where``) and value."""
+    try:
+        return start()
+    except InitialValueError as exc:
+        raise ValueError(
+            "; ".join(f"{grp.where[i]}: {exc.model} {text}" for i, text in exc.problems)
+        ) from None
 
 
 def _place(grp: DeviceGroup, init: Mapping, params: dict, x0: np.ndarray, interface) -> None:

@@ -237,3 +237,27 @@ def check_input_code(p, code: str, bus: str, allow_none: bool = False) -> list:
     out += problems_where((p[bus] != 0) & (p[code] == 5), bus,
                           "must be 0 (a remote bus is not implemented)")  # fmt: skip
     return out
+
+
+class InitialValueError(ValueError):
+    """A model cannot start from the operating point its machine gives it. ``problems`` lists
+    (instance index within the model's group, the value in words); ``models.assembly`` names
+    each instance's record (``Device.where``) in the ``ValueError`` it raises."""
+
+    def __init__(self, model: str, problems: list[tuple[int, str]]):
+        self.model = model
+        self.problems = problems
+        super().__init__("; ".join(f"{model} instance {i}: {text}" for i, text in problems))
+
+
+def refuse_outside(model: str, name: str, values, low, high, why: str = "") -> None:
+    """Raise ``InitialValueError`` for each instance whose initial ``values`` (pu) lie outside
+    [low, high] (arrays or numbers); ``why`` adds the consequence in words."""
+    shape = np.shape(values)
+    v, lo, hi = (np.broadcast_to(np.asarray(a, float), shape) for a in (values, low, high))
+    bad = np.flatnonzero(~((v >= lo) & (v <= hi)))
+    if bad.size:
+        raise InitialValueError(model, [
+            (int(i), f"initial {name} = {v[i]:.6g} pu outside [{lo[i]:.6g}, {hi[i]:.6g}]{why}")
+            for i in bad
+        ])  # fmt: skip

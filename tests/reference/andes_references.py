@@ -40,6 +40,7 @@ FAULT_X = 0.01
 """Fault reactance (pu on the system base; resistance 0)."""
 
 KUNDUR_EVENTS = {"fault_bus": 8, "line": (7, 8, "1"), "gen": (3, "1")}
+IEEE14_EVENTS = {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")}
 CASES = {
     "kundur_gencls": ("kundur.raw", "kundur_gencls.dyr", KUNDUR_EVENTS),
     "kundur_genrou": ("kundur.raw", "kundur_genrou_tgov1.dyr", KUNDUR_EVENTS),
@@ -57,6 +58,7 @@ CASES = {
         "ieee14.raw", "ieee14.dyr",
         {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
     ),
+    "ieee14_gast": ("ieee14.raw", "ieee14_gast.dyr", IEEE14_EVENTS),
     "npcc_full": (
         "npcc.raw", "npcc_full.dyr", {"fault_bus": 1, "line": (1, 2, "1"), "gen": (24, "1")}
     ),
@@ -213,7 +215,9 @@ def main() -> None:
     (OUT / "spread.json").write_text(json.dumps(spread, indent=1, sort_keys=True) + "\n")
     for raw in POWER_FLOW_ONLY:
         power_flows[raw] = power_flow(DATA / raw)
-    cases = {c: {"raw": r, "dyr": d, **e} for c, (r, d, e) in CASES.items()}
+    cases = {**_stored("cases.json").get("cases", {}),
+             **{c: {"raw": r, "dyr": d, **e} for c, (r, d, e) in CASES.items()
+                if c in chosen}}  # fmt: skip
     meta = {"cases": cases, "t_end": T_END, "t_event": T_EVENT, "t_clear": T_CLEAR,
             "fault_x": FAULT_X, "andes": andes.__version__}  # fmt: skip
     (OUT / "cases.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
