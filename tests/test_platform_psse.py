@@ -24,7 +24,7 @@ KUNDUR = {
     "dyr_file": "kundur_genrou_tgov1.dyr",
 }
 URL = "/cases?name=kundur&format=psse"
-IEEET1 = "1 'IEEET1' 1 0.02 20.0 0.02 1.0 /\n"
+ESST4B = "1 'ESST4B' 1 0.02 20.0 0.02 1.0 /\n"
 """An exciter model not supported (yet), for machine 1 (line 21 of the pair's .dyr)."""
 
 
@@ -54,8 +54,8 @@ def test_bad_pairs_are_refused_naming_file_line_and_record(make_settings) -> Non
         loc, msg = refused({**KUNDUR, "raw": bad_raw})
         assert loc == ["body", "raw", "line 24"]
         assert msg == "kundur.raw, line 24 (branch data): field X = 'oops' is not a number"
-        loc, msg = refused({**KUNDUR, "dyr": KUNDUR["dyr"] + IEEET1})
-        assert loc == ["body", "dyr"] and "IEEET1 (line 21)" in msg
+        loc, msg = refused({**KUNDUR, "dyr": KUNDUR["dyr"] + ESST4B})
+        assert loc == ["body", "dyr"] and "ESST4B (line 21)" in msg
         loc, msg = refused({**KUNDUR, "dyr": "1 'GENROU' 1 8 0.03 /\n"})
         assert loc == ["body", "dyr", "line 1"] and "GENROU has 14 values" in msg
         loc, _ = refused({**KUNDUR, "substitute": "yes"})
@@ -66,14 +66,14 @@ def test_bad_pairs_are_refused_naming_file_line_and_record(make_settings) -> Non
 
         substituted = client.post(
             URL,
-            content=json.dumps({**KUNDUR, "dyr": KUNDUR["dyr"] + IEEET1, "substitute": True}),
+            content=json.dumps({**KUNDUR, "dyr": KUNDUR["dyr"] + ESST4B, "substitute": True}),
         )
         assert substituted.status_code == 201, substituted.text
         body = substituted.json()
         assert body["network"] == f"case:{body['id']}"
         assert body["summary"]["models"] == ["GENROU", "TGOV1"]
         warnings = body["summary"]["warnings"]
-        assert any("IEEET1 exciter at lines 21 left out" in w for w in warnings), warnings
+        assert any("ESST4B exciter at lines 21 left out" in w for w in warnings), warnings
         missing = client.post("/campaigns", json={**SPEC, "network": "case:999"})
         assert missing.status_code == 422, missing.text
         assert missing.json()["detail"][0]["loc"][-1] == "network"
@@ -127,13 +127,13 @@ def test_case_add_stores_locally_and_refuses_bad_files(tmp_path, monkeypatch) ->
     assert ok.exit_code == 0, ok.output
     assert "case 1 stored: 10 buses, 4 machines (GENROU, TGOV1)" in ok.output
     assert "network: case:1" in ok.output
-    ieeet1 = tmp_path / "kundur_full.dyr"  # kundur_full.dyr with an unsupported exciter
-    ieeet1.write_text((DATA / "kundur_full.dyr").read_text().replace("'EXDC2 '", "'IEEET1'"))
-    pair = ("--raw", str(DATA / "kundur.raw"), "--dyr", str(ieeet1))
+    esst4b = tmp_path / "kundur_full.dyr"  # kundur_full.dyr with an unsupported exciter
+    esst4b.write_text((DATA / "kundur_full.dyr").read_text().replace("'EXDC2 '", "'ESST4B'"))
+    pair = ("--raw", str(DATA / "kundur.raw"), "--dyr", str(esst4b))
     bad = add("kundur_full", *pair)
     assert bad.exit_code == 2
-    assert "IEEET1 (lines 4, 13, 22, 31)" in bad.output and "Traceback" not in bad.output
+    assert "ESST4B (lines 4, 13, 22, 31)" in bad.output and "Traceback" not in bad.output
     substituted = add("kundur_full", *pair, "--substitute")
     assert substituted.exit_code == 0, substituted.output
     assert "case 2 stored: 10 buses, 4 machines" in substituted.output
-    assert "warning:" in substituted.output and "IEEET1 exciter" in substituted.output
+    assert "warning:" in substituted.output and "ESST4B exciter" in substituted.output

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.devices import MODELS
 from models.psse.case import build_psse_case, convert_loads
 from models.psse.dyr import parse_dyr
 from models.psse.raw import parse_raw
@@ -15,8 +14,8 @@ from models.psse.records import PsseError
 from tests.psse_crosscheck import DATA
 
 KUNDUR_RAW = (DATA / "kundur.raw").read_text()
-KUNDUR_IEEET1 = (DATA / "kundur_full.dyr").read_text().replace("'EXDC2 '", "'IEEET1'")
-"""kundur_full.dyr with an exciter model not supported (IEEET1) in place of its EXDC2 records
+KUNDUR_ESST4B = (DATA / "kundur_full.dyr").read_text().replace("'EXDC2 '", "'ESST4B'")
+"""kundur_full.dyr with an exciter model not supported (ESST4B) in place of its EXDC2 records
 (lines 4, 13, 22, 31)."""
 GENCLS = "".join(f"{b} 'GENCLS' 1 6.5 0.0 /\n" for b in (1, 2, 3, 4))
 
@@ -27,15 +26,16 @@ def build(dyr: str, **kw):
 
 
 def test_unsupported_models_are_listed_in_one_error() -> None:
-    text = KUNDUR_IEEET1 + "1 'IEEEG3' 1 " + "1.0 " * 14 + "/\n"
+    text = KUNDUR_ESST4B + "1 'GAST' 1 " + "1.0 " * 9 + "/\n"
     with pytest.raises(PsseError) as err:
         parse_dyr(text, "k.dyr")
     message = str(err.value)
     for supported in ("GENROU", "TGOV1"):
         assert f"{supported} (" not in message
     for piece in (
-        "IEEEG3 (line 38); IEEET1 (lines 4, 13, 22, 31)",
-        "Supported: " + ", ".join(sorted(MODELS)),
+        "ESST4B (lines 4, 13, 22, 31); GAST (line 38)",
+        "Supported: ESDC2A, ESST3A, EXDC2, EXST1, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEET1, "
+        "IEEEX1, SEXS, ST2CUT, TGOV1",
     ):
         assert piece in message, message  # fmt: skip
     wecc = parse_dyr((DATA / "wecc_full.dyr").read_text(), "wecc_full.dyr")  # ESDC2A supported
@@ -44,14 +44,14 @@ def test_unsupported_models_are_listed_in_one_error() -> None:
 
 
 def test_substitution_leaves_controllers_out_with_a_stored_warning() -> None:
-    raw, dyr = (DATA / "kundur.raw").read_text(), KUNDUR_IEEET1
+    raw, dyr = (DATA / "kundur.raw").read_text(), KUNDUR_ESST4B
     system = build_psse_case(raw, dyr, "kundur", raw_file="kundur.raw", dyr_file="kundur_full.dyr",
                              substitute=True)  # fmt: skip
     warnings = system.info["warnings"]
-    assert any("IEEET1 exciter at lines 4, 13, 22, 31 left out" in w for w in warnings)
+    assert any("ESST4B exciter at lines 4, 13, 22, 31 left out" in w for w in warnings)
     assert any("'Toggle' record" in w and "read past" in w for w in warnings)
     assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"
-    with pytest.raises(PsseError, match="IEEET1"):
+    with pytest.raises(PsseError, match="ESST4B"):
         build_psse_case(raw, dyr, "kundur", raw_file="kundur.raw", dyr_file="kundur_full.dyr")
 
 
@@ -60,7 +60,7 @@ def test_a_stabilizer_needs_an_exciter_and_is_left_out_with_a_substituted_one() 
     base = (DATA / "kundur_genrou_tgov1.dyr").read_text()
     with pytest.raises(ValueError, match=r"k.dyr, line \d+: IEEEST stabilizer needs an exciter"):
         build(base + ieeest)
-    system = build(KUNDUR_IEEET1 + ieeest, substitute=True)
+    system = build(KUNDUR_ESST4B + ieeest, substitute=True)
     assert any("IEEEST stabilizer left out (its machine has no exciter" in w
                for w in system.info["warnings"])  # fmt: skip
     assert system.info["generator_models"]["gen1_1"] == "GENROU+TGOV1"

@@ -9,7 +9,6 @@ from models.devices.esdc2a import ESDC2A
 from models.devices.esst3a import ESST3A
 from models.devices.exdc2 import EXDC2
 from models.devices.exst1 import EXST1
-from models.devices.gast import GAST
 from models.devices.gencls import GENCLS
 from models.devices.genrou import GENROU
 from models.devices.gensal import GENSAL
@@ -17,6 +16,7 @@ from models.devices.gfl_inverter import GFL_INVERTER
 from models.devices.ieee_dc1a import IEEE_DC1A
 from models.devices.ieeeg1 import IEEEG1
 from models.devices.ieeest import IEEEST
+from models.devices.ieeet1 import IEEET1
 from models.devices.ieeex1 import IEEEX1
 from models.devices.induction_motor import INDUCTION_MOTOR
 from models.devices.sexs import SEXS
@@ -29,7 +29,7 @@ from models.devices.two_axis import TWO_AXIS
 
 MODELS: dict[str, DeviceModel] = {
     m.name: m
-    for m in (ESDC2A, ESST3A, EXDC2, EXST1, GAST, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEEX1,
+    for m in (ESDC2A, ESST3A, EXDC2, EXST1, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEET1, IEEEX1,
               SEXS, ST2CUT, TGOV1)
 }  # fmt: skip
 """Supported ``.dyr`` model names -> models."""
@@ -45,13 +45,13 @@ __all__ = [
     "ESST3A",
     "EXDC2",
     "EXST1",
-    "GAST",
     "GENCLS",
     "GENROU",
     "GENSAL",
     "GFL_INVERTER",
     "IEEEG1",
     "IEEEST",
+    "IEEET1",
     "IEEEX1",
     "IEEE_DC1A",
     "INDUCTION_MOTOR",

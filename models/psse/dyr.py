@@ -19,9 +19,9 @@ from models.devices import MODELS
 from models.psse.records import PsseError, split_record
 
 KNOWN_UNSUPPORTED_ROLES = {
-    "IEEET1": "exciter",
     "ESST1A": "exciter", "ESAC1A": "exciter", "EXAC1": "exciter", "SCRX": "exciter",
-    "HYGOV": "governor", "GGOV1": "governor", "IEESGO": "governor",
+    "ESST4B": "exciter", "EXST2": "exciter",
+    "GAST": "governor", "HYGOV": "governor", "GGOV1": "governor", "IEESGO": "governor",
     "PSS2A": "stabilizer", "PSS2B": "stabilizer",
     "GENTPJ": "machine",
 }  # fmt: skip

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import andes
 import numpy as np
+import yaml
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "psse"
@@ -40,7 +41,6 @@ FAULT_X = 0.01
 """Fault reactance (pu on the system base; resistance 0)."""
 
 KUNDUR_EVENTS = {"fault_bus": 8, "line": (7, 8, "1"), "gen": (3, "1")}
-IEEE14_EVENTS = {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")}
 CASES = {
     "kundur_gencls": ("kundur.raw", "kundur_gencls.dyr", KUNDUR_EVENTS),
     "kundur_genrou": ("kundur.raw", "kundur_genrou_tgov1.dyr", KUNDUR_EVENTS),
@@ -58,7 +58,6 @@ CASES = {
         "ieee14.raw", "ieee14.dyr",
         {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
     ),
-    "ieee14_gast": ("ieee14.raw", "ieee14_gast.dyr", IEEE14_EVENTS),
     "npcc_full": (
         "npcc.raw", "npcc_full.dyr", {"fault_bus": 1, "line": (1, 2, "1"), "gen": (24, "1")}
     ),
@@ -72,9 +71,28 @@ CASES = {
         "ieee39_repaired.raw", "ieee39_repaired.dyr",
         {"fault_bus": 16, "line": (16, 17, "1"), "gen": (38, "1")},
     ),
+    **{
+        f"ieee14_{name}": (
+            "ieee14.raw", f"ieee14_{name}.dyr",
+            {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
+        )
+        for name in ("ieeet1", "esst1a", "exac1", "esac1a")
+    },
 }  # fmt: skip
 """case -> (raw, dyr, events): a bus fault (T_EVENT to T_CLEAR, x = FAULT_X), a line trip
 (from, to, circuit) and a generator trip (bus, machine ID), each at T_EVENT."""
+PSSE_ORDER = {
+    "ESST1A": ("UEL", "VOS", "TR", "VIMAX", "VIMIN", "TC", "TB", "TC1", "TB1", "KA", "TA", "VAMAX",
+               "VAMIN", "VRMAX", "VRMIN", "KC", "KF", "TF", "KLR", "ILR"),
+    "ESAC1A": ("TR", "TB", "TC", "KA", "TA", "VAMAX", "VAMIN", "TE", "KF", "TF", "KC", "KD", "KE",
+               "E1", "SE1", "E2", "SE2", "VRMAX", "VRMIN"),
+}  # fmt: skip
+"""PSS/E's value order (PSS(R)E Model Library) of the models whose order ANDES 2.0.0's ``.dyr``
+reader (``andes/io/psse-dyr.yaml``) takes differently: their records are rewritten into the
+reader's order before ANDES reads them (``andes_reader_order``), and the values ANDES loads are
+checked against the record's (``check_loaded``)."""
+ANDES_NAME = {"UEL": "UELc", "VOS": "VOSc"}
+"""ANDES's parameter names where they differ from the reader's input names."""
 POWER_FLOW_ONLY = ("ieee39.raw", "npcc.raw")
 """Raw files whose solved voltages are stored too (no dynamic reference)."""
 
@@ -109,10 +127,61 @@ def device_records_only(dyr: Path, folder: Path) -> Path:
     return out
 
 
+def reader_inputs() -> dict[str, list[str]]:
+    """ANDES's ``.dyr`` reader order of each model of ``PSSE_ORDER`` (its ``psse-dyr.yaml``)."""
+    table = yaml.safe_load((Path(andes.__file__).parent / "io" / "psse-dyr.yaml").read_text())
+    return {m: [str(n) for n in table[m]["inputs"][2:]] for m in PSSE_ORDER}
+
+
+def psse_records(dyr: Path, model: str) -> list[tuple[int, list[float]]]:
+    """(bus, values in PSS/E order) of the ``model`` records of ``dyr``."""
+    out = []
+    for rec in dyr.read_text().split("/"):
+        fields = rec.split()
+        if len(fields) > 3 and fields[0].isdigit() and fields[1].strip("'").upper() == model:
+            out.append((int(fields[0]), [float(v) for v in fields[3:]]))
+    return out
+
+
+def andes_reader_order(dyr: Path) -> Path:
+    """``dyr`` (a copy of it in the same folder) with each ``PSSE_ORDER`` record's values put in
+    the order ANDES's reader takes them (same values, same names)."""
+    order = reader_inputs()
+    kept = []
+    for rec in dyr.read_text().split("/"):
+        fields = rec.split()
+        model = fields[1].strip("'").upper() if len(fields) > 3 else ""
+        if model in PSSE_ORDER:
+            named = dict(zip(PSSE_ORDER[model], fields[3:], strict=True))
+            rec = " ".join(fields[:3] + [named[n] for n in order[model]])
+        if rec.split():
+            kept.append(rec.strip("\n"))
+    out = dyr.with_name("andes_order_" + dyr.name)
+    out.write_text("/\n".join(kept) + "/\n")
+    return out
+
+
+def check_loaded(ss, dyr: Path) -> None:
+    """Each ``PSSE_ORDER`` model's values as ANDES loaded them equal the PSS/E record's."""
+    for model, names in PSSE_ORDER.items():
+        records = psse_records(dyr, model)
+        if not records:
+            continue
+        mdl = getattr(ss, model)
+        if mdl.n != len(records):
+            raise SystemExit(f"{model}: ANDES loaded {mdl.n} records of {len(records)}")
+        for k, (_, vals) in enumerate(records):
+            for name, value in zip(names, vals, strict=True):
+                got = float(getattr(mdl, ANDES_NAME.get(name, name)).v[k])
+                if got != value:
+                    raise SystemExit(f"{model} record {k}: ANDES read {name} = {got}, not {value}")
+
+
 def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
     with tempfile.TemporaryDirectory() as folder:
-        ss = andes.load(str(raw), addfile=str(device_records_only(dyr, Path(folder))),
-                        setup=False, default_config=True, no_output=True)  # fmt: skip
+        plain = andes_reader_order(device_records_only(dyr, Path(folder)))
+        ss = andes.load(str(raw), addfile=str(plain), setup=False, default_config=True,
+                        no_output=True)  # fmt: skip
     gens = machines(dyr)
     if event == "fault":
         ss.add(
@@ -134,6 +203,7 @@ def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
         dev = [i for i, b in zip(mdl.idx.v, mdl.bus.v, strict=True) if int(b) == bus][0]
         ss.add("Toggle", {"model": model, "dev": dev, "t": T_EVENT})
     ss.setup()
+    check_loaded(ss, dyr)
     ss.PFlow.config.tol = 1e-12
     ss.PFlow.run()
     pf = {
@@ -183,7 +253,7 @@ def main() -> None:
     unknown = sorted(set(chosen) - set(CASES))
     if unknown:
         raise SystemExit(f"unknown cases {unknown}; valid: {sorted(CASES)}")
-    spread, power_flows = _stored("spread.json"), _stored("power_flow.json")
+    spread, power_flows = {}, {}
     for case in chosen:
         raw, dyr, spec = CASES[case]
         for event in ("fault", "line", "gen"):
@@ -212,9 +282,12 @@ def main() -> None:
                 per[kind] = float(diff)
             spread[f"{case}_{event}"] = per
             print(case, event, per, flush=True)
-    (OUT / "spread.json").write_text(json.dumps(spread, indent=1, sort_keys=True) + "\n")
     for raw in POWER_FLOW_ONLY:
         power_flows[raw] = power_flow(DATA / raw)
+    # merged into the stored files as they are now (another case's run may have written them)
+    spread = {**_stored("spread.json"), **spread}
+    power_flows = {**_stored("power_flow.json"), **power_flows}
+    (OUT / "spread.json").write_text(json.dumps(spread, indent=1, sort_keys=True) + "\n")
     cases = {**_stored("cases.json").get("cases", {}),
              **{c: {"raw": r, "dyr": d, **e} for c, (r, d, e) in CASES.items()
                 if c in chosen}}  # fmt: skip
