@@ -6,7 +6,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 SPEC ?= examples/wscc9_raptor_vs_baselines.json
 
-.PHONY: run test lint install
+.PHONY: run test lint typecheck install
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,3 +29,8 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+
+# The type checker CI runs (mypy, configured in pyproject.toml): models, solvers, workers and the
+# service package.
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy -p models -p solvers -p workers -p raptorgrid

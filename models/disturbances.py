@@ -381,6 +381,7 @@ class InputStep(_Disturbance):
         elif self.delta is not None:
             new, how = old + self.delta, f"{self.delta:+g}"
         else:
+            assert self.scale is not None  # exactly one of the three is given (validated)
             new, how = old * self.scale, f"x{self.scale:g}"
         return (Event(self.t, (ParameterChange("u_exo", new, i),), f"{self.input} {how}"),)
 

@@ -95,6 +95,13 @@ class Grid:
         return int(self.branch_from.size)
 
     @property
+    def numbers(self) -> np.ndarray:
+        """``bus_numbers``, for importers whose sources number their buses."""
+        if self.bus_numbers is None:
+            raise ValueError(f"{self.name}: the source gives no bus numbers")
+        return self.bus_numbers
+
+    @property
     def swing(self) -> int:
         """Position of the swing bus."""
         return int(np.flatnonzero(self.bus_kind == SWING)[0])

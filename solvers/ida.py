@@ -32,7 +32,7 @@ SUNDIALS' sparse direct solver (SuperLU_MT) on the network's Jacobian pattern, i
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -291,7 +291,7 @@ def _segment_steps(
     builder: TrajectoryBuilder,
     *,
     is_last: bool,
-) -> Iterator[Advance]:
+) -> Generator[Advance, None, tuple[np.ndarray, np.ndarray]]:
     n = len(x)
     callbacks.p = ode.p
     yp0 = np.asarray(callbacks.kernels.derivative(jnp.asarray(x), jnp.asarray(z), ode.p))

@@ -38,15 +38,16 @@ def minpack_solve(residual, jacobian, guess: np.ndarray, stats: Stats) -> np.nda
     ``jacobian``): the fallback seed 001 found necessary when Newton starts outside its basin.
     Raises ``AlgebraicSolveError`` when neither reaches ALGEBRAIC_TOL."""
     guess = np.asarray(guess, dtype=float)
-    sol = None
+    residual_norm = np.inf
     for method in ("hybr", "lm"):
         sol = root(residual, guess, jac=jacobian, method=method, tol=1e-12)
         stats.algebraic_iterations += int(getattr(sol, "nfev", 0))
         if np.all(np.isfinite(sol.x)) and np.max(np.abs(residual(sol.x))) <= ALGEBRAIC_TOL:
             return np.asarray(sol.x)
+        residual_norm = float(np.max(np.abs(residual(sol.x))))
     raise AlgebraicSolveError(
         f"0 = g(x, z) has no solution near the current state (|g| = "
-        f"{np.max(np.abs(residual(sol.x))):.2e} after Newton, hybr and lm)"
+        f"{residual_norm:.2e} after Newton, hybr and lm)"
     )
 
 

@@ -26,7 +26,7 @@ rule), so trajectories satisfy g = 0 like every other method's.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -161,7 +161,7 @@ def _segment_steps(
     builder: TrajectoryBuilder,
     *,
     is_last: bool,
-) -> Iterator[Advance]:
+) -> Generator[Advance, None, tuple[np.ndarray, np.ndarray]]:
     n_x = len(x)
     meter = WorkMeter(dae, n_x + len(z), finite_difference_jacobian=not options.exact_jacobian)
     jac_args = {"jac": dae.jacobian} if options.exact_jacobian else {"jac_sparsity": dae.sparsity()}

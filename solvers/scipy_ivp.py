@@ -11,7 +11,7 @@ inside every RHS and Jacobian evaluation is counted by ``ReducedODE``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver, Radau
@@ -79,7 +79,7 @@ class _SparseWhenSparse:
             return self.ode.sparse_jacobian(t, x)
         jac = self.ode.jacobian(t, x)
         if self.sparse is None:
-            self.sparse = np.count_nonzero(jac) <= SPARSE_MAX_DENSITY * jac.size
+            self.sparse = bool(np.count_nonzero(jac) <= SPARSE_MAX_DENSITY * jac.size)
         return csc_matrix(jac) if self.sparse else jac
 
 
@@ -177,7 +177,7 @@ def _segment_steps(
     builder: TrajectoryBuilder,
     *,
     is_last: bool,
-) -> Iterator[Advance]:
+) -> Generator[Advance, None, tuple[np.ndarray, np.ndarray]]:
     exact_jacobian = method in IMPLICIT and getattr(options, "exact_jacobian", False)
     differenced = method in IMPLICIT and not exact_jacobian
     meter = WorkMeter(ode, len(x), finite_difference_jacobian=differenced)

@@ -11,7 +11,7 @@ consumers see the same result, counters and messages.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,7 +58,7 @@ class Stepper(Protocol):
         options: Any,
         stats: Stats,
         builder: TrajectoryBuilder,
-    ) -> Iterator[Advance]: ...
+    ) -> Generator[Advance, None, None]: ...
 
 
 def initial_state(system: DAESystem, scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:

@@ -38,7 +38,7 @@ iterations = the host re-solves of z (segment starts, interpolated samples).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import jax.numpy as jnp
 import numpy as np
@@ -219,7 +219,7 @@ def _segment_steps(
     builder: TrajectoryBuilder,
     *,
     is_last: bool,
-) -> Iterator[Advance]:
+) -> Generator[Advance, None, tuple[np.ndarray, np.ndarray]]:
     tol, max_iter = jnp.asarray(options.newton_tol), jnp.asarray(options.max_newton, jnp.int32)
     f = np.asarray(ode.kernels.f(jnp.asarray(x), jnp.asarray(z), ode.p))
     stats.rhs_evaluations += 1

@@ -7,6 +7,7 @@ executables another worker compiled for the same network (``models.executables``
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ PREBUILD_HORIZON = 1e-3
 """s: the scenario a method is prebuilt with (its compile, not its solve, is the point)."""
 
 
-def prebuild(networks: list[str], methods: list[str] = ()) -> None:
+def prebuild(networks: Sequence[str], methods: Sequence[str] = ()) -> None:
     """Build and compile ``networks`` now, while the process would otherwise wait for its first
     task (the embedded CLI names the campaign's network and methods): the reduced-ODE kernels,
     and every method in ``methods`` (RAPTOR included) by a 1 ms solve with its default options,

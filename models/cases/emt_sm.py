@@ -288,9 +288,9 @@ def build_emt_sm(
         w = w - step
         if float(jnp.max(jnp.abs(step))) < 1e-15:
             break
-    w = np.asarray(w)
-    x0, z0 = w[:8], w[8:19]
-    params["efd"], params["tm"] = np.asarray(w[19]), np.asarray(w[20])
+    solved = np.asarray(w)
+    x0, z0 = solved[:8], solved[8:19]
+    params["efd"], params["tm"] = np.asarray(solved[19]), np.asarray(solved[20])
     p_dev = {k: jnp.asarray(val) for k, val in params.items()}
     f_res = float(np.max(np.abs(np.asarray(_f(x0, z0, p_dev)))))
     g_res = float(np.max(np.abs(np.asarray(_g(x0, z0, p_dev)))))

@@ -113,6 +113,11 @@ class CaseConfig:
             raise ValueError("motor_share and inverter_share must lie in (0, 1)")
 
 
+def _reordered(pf: Grid, rows: np.ndarray) -> dict:
+    """The grid's per-branch arrays in the order ``rows``."""
+    return {k: None if getattr(pf, k) is None else getattr(pf, k)[rows] for k in BRANCH_FIELDS}
+
+
 def _bus_load(pf: Grid) -> np.ndarray:
     """P + jQ consumed at each bus (pu; the MATPOWER loads are constant power)."""
     return per_bus(pf, pf.load_bus, pf.load_s + pf.load_i + pf.load_y)
@@ -248,13 +253,13 @@ def _device_buses(pf: Grid, config: CaseConfig) -> tuple[np.ndarray, np.ndarray]
     candidates = [
         int(i) for i in np.argsort(-load_p, kind="stable") if load_p[i] > 0 and i not in gen_set
     ]
-    number_to_pos = {int(b): i for i, b in enumerate(pf.bus_numbers)}
+    number_to_pos = {int(b): i for i, b in enumerate(pf.numbers)}
 
     def explicit(buses: tuple[int, ...], what: str) -> list[int]:
         out = []
         for b in buses:
             if b not in number_to_pos or load_p[number_to_pos[b]] <= 0:
-                valid = sorted(int(pf.bus_numbers[i]) for i in candidates)
+                valid = sorted(int(pf.numbers[i]) for i in candidates)
                 raise KeyError(f"{what} bus {b} carries no active load; valid: {valid}")
             out.append(number_to_pos[b])
         return out
@@ -294,7 +299,7 @@ def _bus_devices(pf: Grid, config: CaseConfig, rule: Mapping) -> list[BusDevice]
             else value
             for key, value in ((k, rule["motor"][k]) for k in INDUCTION_MOTOR.params)
         }
-        name = f"mot{int(pf.bus_numbers[b])}"
+        name = f"mot{int(pf.numbers[b])}"
         device = Device(INDUCTION_MOTOR, params, f"motor {name}")
         devices.append(BusDevice(name, int(b), device, complex(-p_mot)))
     for b in inv_bus:
@@ -306,7 +311,7 @@ def _bus_devices(pf: Grid, config: CaseConfig, rule: Mapping) -> list[BusDevice]
             else rule["inverter"][key]
             for key in GFL_INVERTER.params
         }
-        name = f"inv{int(pf.bus_numbers[b])}"
+        name = f"inv{int(pf.numbers[b])}"
         device = Device(GFL_INVERTER, params, f"inverter {name}")
         devices.append(BusDevice(name, int(b), device, complex(p_inv)))
     return devices
@@ -335,9 +340,9 @@ def build_matpower_case(
     if config.exciter not in rule["exciters"]:
         raise ValueError(f"typical data has no exciter {config.exciter!r}")
     pf = solved_pandapower_grid(src.net, src.name)
-    rows = src.branch_rows(pf.bus_numbers, pf.branch_from, pf.branch_to)
+    rows = src.branch_rows(pf.numbers, pf.branch_from, pf.branch_to)
     pairs = src.matpower_pairs or [
-        (int(pf.bus_numbers[f]), int(pf.bus_numbers[t]))
+        (int(pf.numbers[f]), int(pf.numbers[t]))
         for f, t in zip(pf.branch_from, pf.branch_to, strict=True)
     ]
     gen_names, ratings, classes, slots = _generator_slots(pf, rule, config, generator_data)
@@ -347,10 +352,7 @@ def build_matpower_case(
         pf,
         name=case_name,
         branch_names=unique_names(f"br_{f_}_{t_}" for f_, t_ in pairs),
-        **{
-            key: None if getattr(pf, key) is None else getattr(pf, key)[rows]
-            for key in BRANCH_FIELDS
-        },
+        **_reordered(pf, rows),
         load_fractions=config.zip_fractions,
         gen_mbase=np.full(len(gen_names), float(pf.sbase)),  # data on the system base
         info={

@@ -14,6 +14,7 @@ import copy
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from models.components.validation import number
 from models.devices import gfl_inverter as inverter
@@ -50,7 +51,7 @@ def validate_typical_data(data: Mapping) -> dict:
     classes = data.get("machine_classes")
     if not isinstance(classes, list) or not classes:
         raise ValueError("typical data: field 'machine_classes' must be a non-empty list")
-    out_classes = []
+    out_classes: list[dict[str, Any]] = []
     for k, entry in enumerate(classes):
         device = f"typical data, machine class {entry.get('class', k)!r}"
         max_mva = number(device, entry, "max_mva")

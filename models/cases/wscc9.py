@@ -82,7 +82,7 @@ def _generator_slots(pf: Grid, data: Mapping) -> tuple[list[int], list[Generator
     """Generator bus numbers (power-flow order) and their slots: machine and exciter (system
     base, as published), no governor."""
     devices = validate_dynamic_data(data)
-    gen_numbers = [int(pf.bus_numbers[i]) for i in pf.gen_bus]
+    gen_numbers = [int(pf.numbers[i]) for i in pf.gen_bus]
     if sorted(devices) != sorted(gen_numbers) or len(set(gen_numbers)) != len(gen_numbers):
         raise ValueError(
             f"dynamic data covers generator buses {sorted(devices)} but the power flow has "

@@ -9,6 +9,7 @@ from models.devices.esdc2a import ESDC2A
 from models.devices.esst3a import ESST3A
 from models.devices.exdc2 import EXDC2
 from models.devices.exst1 import EXST1
+from models.devices.gast import GAST
 from models.devices.gencls import GENCLS
 from models.devices.genrou import GENROU
 from models.devices.gensal import GENSAL
@@ -29,8 +30,8 @@ from models.devices.two_axis import TWO_AXIS
 
 MODELS: dict[str, DeviceModel] = {
     m.name: m
-    for m in (ESDC2A, ESST3A, EXDC2, EXST1, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEET1, IEEEX1,
-              SEXS, ST2CUT, TGOV1)
+    for m in (ESDC2A, ESST3A, EXDC2, EXST1, GAST, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEET1,
+              IEEEX1, SEXS, ST2CUT, TGOV1)
 }  # fmt: skip
 """Supported ``.dyr`` model names -> models."""
 PROJECT_MODELS: dict[str, DeviceModel] = {
@@ -45,6 +46,7 @@ __all__ = [
     "ESST3A",
     "EXDC2",
     "EXST1",
+    "GAST",
     "GENCLS",
     "GENROU",
     "GENSAL",

@@ -372,6 +372,7 @@ class Assembled:
     # -- ports ------------------------------------------------------------------------------
     def _group_outputs(self, group: Group, x, zc, u, p):
         xs, zs, us = x[group.x_index], zc[group.z_index], u[group.u_index]
+        assert group.kind.h is not None, f"{group.kind.name} has no outputs"
         return jax.vmap(group.kind.h)(xs, zs, us, self.group_params(group, p)).reshape(-1)
 
     def _outputs_all(self, x, zc, u, p, fixed=None):

@@ -217,8 +217,8 @@ def build_dq_network(
         bld.wiring.connect_pair(nodes[k], "i", lname, "i")
 
     for k, dev in enumerate(devices):
-        bus = int(data.gen_bus[k])
-        v = data.voltage[bus]
+        at = int(data.gen_bus[k])
+        v = data.voltage[at]
         i_sys = np.conj(data.gen_s[k] / v)
         params = dict(dev.params)
         if dev.kind not in _INIT:
@@ -234,8 +234,8 @@ def build_dq_network(
         params = {p: params[p] for p in kind.params}
         elements = {"source": dev.name} if dev.kind == "infinite_bus" else {}
         bld.add(dev.name, kind, params, elements, x, z)
-        bld.wiring.connect_pair(dev.name, "v", nodes[bus], "v")
-        bld.wiring.connect_pair(nodes[bus], "i", dev.name, "i")
+        bld.wiring.connect_pair(dev.name, "v", nodes[at], "v")
+        bld.wiring.connect_pair(nodes[at], "i", dev.name, "i")
         if "w" in kind.inputs:
             bld.wiring.connect(dev.name, "w", reference, "omega")
         for port in _EXO_PORTS[dev.kind]:

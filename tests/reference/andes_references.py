@@ -41,6 +41,7 @@ FAULT_X = 0.01
 """Fault reactance (pu on the system base; resistance 0)."""
 
 KUNDUR_EVENTS = {"fault_bus": 8, "line": (7, 8, "1"), "gen": (3, "1")}
+IEEE14_EVENTS = {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")}
 CASES = {
     "kundur_gencls": ("kundur.raw", "kundur_gencls.dyr", KUNDUR_EVENTS),
     "kundur_genrou": ("kundur.raw", "kundur_genrou_tgov1.dyr", KUNDUR_EVENTS),
@@ -58,6 +59,7 @@ CASES = {
         "ieee14.raw", "ieee14.dyr",
         {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
     ),
+    "ieee14_gast": ("ieee14.raw", "ieee14_gast.dyr", IEEE14_EVENTS),
     "npcc_full": (
         "npcc.raw", "npcc_full.dyr", {"fault_bus": 1, "line": (1, 2, "1"), "gen": (24, "1")}
     ),
