@@ -8,6 +8,7 @@ import logging
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from raptorgrid import migrate
 from raptorgrid.api import create_app
 from raptorgrid.auth import create_token
@@ -98,3 +99,86 @@ def test_api_fuzz(fuzz_app) -> None:
     assert len(sent) >= MIN_REQUESTS, (len(sent), codes)
     # the schema's enums make valid bodies: POST /campaigns is exercised, not only refused
     assert created, codes
+
+
+CONTROL_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x9F), max_size=12)
+"""Query values of C0 and C1 control characters (NUL included) and ASCII."""
+UPLOAD_TEXT = st.one_of(
+    st.text(max_size=200),
+    st.text(st.sampled_from("[]{}\",:0.5 \x00\n;mpc=/'"), max_size=400),
+    st.integers(1, 20_000).map(lambda n: "[" * n + "]" * n),
+)
+"""Upload bodies sent as text/plain: any text, JSON- and MATPOWER-like punctuation, and deep
+brackets."""
+
+
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.services)]
+)
+def strings_app(request, tmp_path_factory):
+    """The app on SQLite and on PostgreSQL (which refuses NUL in text), with a token and one
+    campaign to read, so that every query filter reaches the database."""
+    from raptorgrid import repository as repo
+    from raptorgrid.settings import Settings
+    from raptorgrid.spec import CampaignCreate, Expansion, RunPlan, ScenarioPlan
+    from raptorgrid.tables import utcnow
+
+    overrides = {}
+    if request.param == "postgresql":
+        overrides["database_url"] = request.getfixturevalue("session_postgres_url")
+    app_settings = Settings(
+        data_dir=tmp_path_factory.mktemp("fuzz-strings"), write_burst=1_000_000, **overrides
+    )
+    migrate.upgrade(app_settings)
+    app = create_app(app_settings)
+    spec = CampaignCreate(name="c", network="wscc9", t_end=1.0, methods=[{"method": "radau"}])
+    plan = Expansion([ScenarioPlan(0, {"kind": "none"}, 0, 0.0, "none#0")],
+                     [RunPlan(0, "radau", {}, "default")])  # fmt: skip
+    with app.state.db.write() as session:
+        token = create_token(session=session, owner="fuzzer")[1]
+        campaign, _ = repo.create_campaign(session=session, spec=spec, expansion=plan, now=utcnow())
+        campaign_id = campaign.id
+    yield app, token, campaign_id
+    app.state.db.dispose()
+
+
+@pytest.mark.slow
+def test_api_fuzz_control_characters_and_text_uploads(strings_app) -> None:
+    """Every operation with its string query values replaced by control characters (NUL
+    included; campaign routes mostly on a stored campaign, so that filters reach the database),
+    and the upload route with text/plain bodies of any text: never a 5xx."""
+    app, token, campaign_id = strings_app
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    sent: list[int] = []
+    for operation in (result.ok() for result in schema.get_all_operations()):
+        upload = operation.method.upper() == "POST" and operation.path == "/cases"
+        if not upload and not any(p.location == "query" for p in operation.iter_parameters()):
+            continue
+
+        @given(case=operation.as_strategy().map(small), data=st.data())
+        @settings(
+            max_examples=60,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=True,
+            database=None,
+        )
+        def fuzz(case, data) -> None:  # noqa: ANN001
+            upload = case.method.upper() == "POST" and case.path == "/cases"
+            if "campaign_id" in (case.path_parameters or {}):  # mostly the stored campaign
+                case.path_parameters["campaign_id"] = data.draw(
+                    st.sampled_from([campaign_id, campaign_id, case.path_parameters["campaign_id"]])
+                )
+            for name, value in list((case.query or {}).items()):
+                if isinstance(value, str) and not upload:
+                    case.query[name] = data.draw(CONTROL_TEXT)
+            if upload:
+                case.media_type = "text/plain"
+                case.body = data.draw(UPLOAD_TEXT)
+            check(case, token, sent, [])
+
+        fuzz()
+    codes = {c: sent.count(c) for c in sorted(set(sent))}
+    log.warning("schemathesis, control characters and text uploads: %d requests, %s",
+                len(sent), codes)  # fmt: skip
+    assert sent and not any(code >= 500 for code in codes), codes

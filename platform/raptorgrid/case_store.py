@@ -23,10 +23,17 @@ def case_network(case_id: int) -> str:
     return f"{STORED_CASE_PREFIX}{case_id}"
 
 
+MAX_CASE_ID = 2**31 - 1
+"""Largest row id (a 32-bit SQL integer)."""
+
+
 def stored_case_id(name: str) -> int:
+    """The id of ``case:<id>``; ``KeyError`` unless it is an id in 1..MAX_CASE_ID."""
     text = name[len(STORED_CASE_PREFIX) :]
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise KeyError(f"network {name!r}: an uploaded case is named case:<id>, e.g. case:1")
+    if not 1 <= int(text) <= MAX_CASE_ID:
+        raise KeyError(f"network {name!r}: a case id is between 1 and {MAX_CASE_ID}")
     return int(text)
 
 
@@ -106,15 +113,25 @@ def install() -> None:
 install()
 
 
-def store_case(db, *, name: str, fmt: CaseFormat, data: bytes, owner: str | None):  # noqa: ANN001, ANN201
-    """Validate ``data`` as ``fmt`` (``raptorgrid.cases.parse_case``: raises ``CaseError``) and
+def store_case(  # noqa: ANN201
+    db,  # noqa: ANN001
+    *,
+    name: str,
+    fmt: CaseFormat,
+    data: bytes,
+    owner: str | None,
+    summary: dict[str, Any] | None = None,
+):
+    """Validate ``data`` as ``fmt`` (``raptorgrid.cases.parse_case``: raises ``CaseError``)
+    unless its ``summary`` is given (checked already, as the API does in a bounded process), and
     store it with its summary; returns the stored row (detached). Nothing is stored on error."""
     import hashlib
 
     from raptorgrid.cases import parse_case
     from raptorgrid.tables import CaseFile, utcnow
 
-    summary = parse_case(data, fmt)
+    if summary is None:
+        summary = parse_case(data, fmt)
     with db.write() as session:
         row = CaseFile(
             name=name,

@@ -18,6 +18,8 @@ import re
 from enum import StrEnum
 from typing import Any
 
+from raptorgrid.text_checks import find_invalid_text, invalid_text
+
 
 class CaseFormat(StrEnum):
     MATPOWER = "matpower"
@@ -31,6 +33,9 @@ class CaseError(ValueError):
     def __init__(self, loc: tuple[str, ...], message: str) -> None:
         self.loc, self.message = loc, message
         super().__init__(f"{'.'.join(loc)}: {message}")
+
+    def __reduce__(self) -> tuple:
+        return CaseError, (self.loc, self.message)  # crosses the check's process boundary
 
 
 MATPOWER_COLUMNS = {"bus": 13, "gen": 10, "branch": 13}
@@ -49,15 +54,63 @@ ALLOWED_TAGS = {
 }
 """The only ``_module``/``_class`` pairs accepted in pandapower JSON."""
 
-_MATRIX = re.compile(r"mpc\.(\w+)\s*=\s*\[(.*?)\]\s*;", re.S)
+_MATRIX_START = re.compile(r"mpc\.(\w+)\s*=\s*\[")
+_MATRIX_END = re.compile(r"\]\s*;")
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of an uploaded JSON document (pandapower files nest a few levels)."""
 _SCALAR = re.compile(r"mpc\.baseMVA\s*=\s*([-+0-9.eE]+)\s*;")
 
 
 def _text(data: bytes) -> str:
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CaseError(("body",), f"not UTF-8 text (byte {exc.start})") from None
+    reason = invalid_text(text)
+    if reason is not None:
+        raise CaseError(("body",), reason)
+    return text
+
+
+def _matrices(text: str) -> dict[str, str]:
+    """``{name: body}`` of every ``mpc.<name> = [ ... ];``, read in one pass (a later one of a
+    name wins). Each body ends at the first ``]`` followed by ``;``; a start without one means
+    no later start has one either, so the scan stops: linear in the text, where one lazy
+    pattern rescanned to the end of the file from every ``mpc.``."""
+    found: dict[str, str] = {}
+    position = 0
+    while (start := _MATRIX_START.search(text, position)) is not None:
+        end = _MATRIX_END.search(text, start.end())
+        if end is None:
+            break
+        found[start.group(1)] = text[start.end() : end.start()]
+        position = end.end()
+    return found
+
+
+def _json_document(data: bytes) -> Any:
+    """The parsed JSON of an upload: nesting beyond ``MAX_JSON_DEPTH`` and refused strings
+    (``raptorgrid.text_checks``) are ``CaseError``s naming where."""
+    try:
+        document = json.loads(_text(data))
+    except json.JSONDecodeError as exc:
+        raise CaseError(("body",), f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise CaseError(("body",), f"JSON nested more than {MAX_JSON_DEPTH} levels") from None
+    stack: list[tuple[Any, int]] = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise CaseError(("body",), f"JSON nested more than {MAX_JSON_DEPTH} levels")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+    problem = find_invalid_text(document)
+    if problem is not None:
+        loc, reason = problem
+        raise CaseError(("body", *map(str, loc)), reason)
+    return document
 
 
 def _strip_comments(text: str) -> str:
@@ -101,7 +154,7 @@ def parse_matpower(data: bytes) -> dict[str, Any]:
     base = _SCALAR.search(text)
     if base is None:
         raise CaseError(("body", "mpc.baseMVA"), "missing 'mpc.baseMVA = <number>;'")
-    matrices = {m.group(1): m.group(2) for m in _MATRIX.finditer(text)}
+    matrices = _matrices(text)
     summary: dict[str, Any] = {"base_mva": float(base.group(1))}
     for name, least in MATPOWER_COLUMNS.items():
         if name not in matrices:
@@ -125,17 +178,22 @@ def parse_matpower(data: bytes) -> dict[str, Any]:
     return summary
 
 
-def _check_tags(node: Any, path: tuple[str, ...]) -> None:
-    if isinstance(node, dict):
-        if "_module" in node or "_class" in node:
-            tag = (node.get("_module"), node.get("_class"))
-            if tag not in ALLOWED_TAGS:
-                raise CaseError(("body", *path), f"object type {tag[0]}.{tag[1]} is not allowed")
-        for key, value in node.items():
-            _check_tags(value, (*path, str(key)))
-    elif isinstance(node, list):
-        for value in node:
-            _check_tags(value, path)
+def _check_tags(document: Any) -> None:
+    """Every ``_module``/``_class`` tag is in ``ALLOWED_TAGS`` (an explicit stack, no recursion;
+    the first offending object in document order is named)."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(document, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            if "_module" in node or "_class" in node:
+                tag = (node.get("_module"), node.get("_class"))
+                if tag not in ALLOWED_TAGS:
+                    raise CaseError(
+                        ("body", *path), f"object type {tag[0]}.{tag[1]} is not allowed"
+                    )
+            stack.extend((value, (*path, str(key))) for key, value in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((value, path) for value in reversed(node))
 
 
 def _table_rows(table: Any, loc: tuple[str, ...]) -> int:
@@ -143,19 +201,16 @@ def _table_rows(table: Any, loc: tuple[str, ...]) -> int:
     try:
         frame = json.loads(inner) if isinstance(inner, str) else inner
         return len(frame["index"])
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         raise CaseError(loc, "not a pandas DataFrame in 'split' orientation") from None
 
 
 def parse_pandapower(data: bytes) -> dict[str, Any]:
     """Check a pandapower network JSON (``pandapower.to_json``); returns its summary."""
-    try:
-        document = json.loads(_text(data))
-    except json.JSONDecodeError as exc:
-        raise CaseError(("body",), f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    document = _json_document(data)
     if not isinstance(document, dict) or document.get("_class") != "pandapowerNet":
         raise CaseError(("body", "_class"), "not a pandapower network (expected 'pandapowerNet')")
-    _check_tags(document, ())
+    _check_tags(document)
     tables = document.get("_object")
     if not isinstance(tables, dict) or "bus" not in tables:
         raise CaseError(("body", "_object", "bus"), "the network has no bus table")
@@ -177,10 +232,7 @@ def parse_psse(data: bytes) -> dict[str, Any]:
     from models.psse.case import load_psse_case
     from models.psse.records import PsseError
 
-    try:
-        document = json.loads(_text(data))
-    except json.JSONDecodeError as exc:
-        raise CaseError(("body",), f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    document = _json_document(data)
     if not isinstance(document, dict):
         raise CaseError(("body",), 'expected {"raw": <.raw text>, "dyr": <.dyr text>, ...}')
     unknown = sorted(set(document) - PSSE_KEYS)

@@ -113,6 +113,12 @@ class Settings(BaseSettings):
         False, description="GET endpoints need a valid token too (default: reads are open)"
     )
     max_case_bytes: int = Field(5_000_000, ge=1, description="largest uploaded case file (bytes)")
+    case_check_cpu_seconds: int = Field(
+        20, ge=1, description="s of CPU the check of one uploaded case file may use (422 beyond)"
+    )
+    case_check_memory_mb: int = Field(
+        2048, ge=16, description="MB of memory the check of one uploaded case may add (422 beyond)"
+    )
     max_request_bytes: int = Field(
         6_000_000, ge=1, description="largest request body (bytes), refused before parsing"
     )

@@ -36,7 +36,7 @@ from pydantic import (
 
 import raptorgrid.case_store  # noqa: F401  (case:<id> networks)
 from models.disturbances import Disturbance, NoDisturbance
-from models.library import STORED_CASE_PREFIX, build_system, is_stored_case, network_names
+from models.library import build_system, is_stored_case, network_names
 from models.naming import unknown_name
 from raptorgrid.campaign_gen import DisturbanceGenerator
 from raptorgrid.settings import Settings
@@ -45,6 +45,11 @@ from solvers.catalogue import METHODS, UnknownMethodError, validate_options
 
 MAX_CAMPAIGN_SAMPLES = 200_000_000
 """Largest runs x n_eval of one campaign (each sample is a row of every state and output)."""
+MAX_METHODS = 100
+"""Most methods one campaign may list."""
+MAX_CAMPAIGN_CONFIGURATIONS = 10_000
+"""Most configurations of all methods together (each is at least one run: the default
+``max_runs_per_campaign``), counted before any is validated."""
 
 CCT_KINDS = ("bus_fault", "line_fault")
 """Disturbances whose clearing time a CCT campaign searches (each probe moves ``t_clear``)."""
@@ -191,7 +196,7 @@ class CampaignCreate(BaseModel):
         default_factory=list, description="disturbance generators, expanded on the network"
     )
     initial_conditions: InitialConditions = Field(default_factory=InitialConditions)
-    methods: list[MethodSweep] = Field(min_length=1)
+    methods: list[MethodSweep] = Field(min_length=1, max_length=MAX_METHODS)
     reference: ReferenceSpec | None = Field(
         None, description="one reference run per scenario; {} for kvaerno5 at rtol 1e-10"
     )
@@ -199,6 +204,31 @@ class CampaignCreate(BaseModel):
     cct: CctSearch | None = Field(
         None, description="search the critical clearing time of each bus fault (docs/results.md)"
     )
+
+    @field_validator("methods", mode="before")
+    @classmethod
+    def _bounded_methods(cls, value: Any) -> Any:
+        """At most ``MAX_METHODS`` methods and ``MAX_CAMPAIGN_CONFIGURATIONS`` configurations in
+        all, counted from the raw lists before any method or configuration is validated."""
+        if not isinstance(value, list):
+            return value
+        if len(value) > MAX_METHODS:
+            raise ValueError(
+                f"{len(value)} methods; a campaign lists at most {MAX_METHODS} methods"
+            )
+        counts = [
+            count_configurations(m["options"])
+            for m in value
+            if isinstance(m, dict) and isinstance(m.get("options"), dict)
+        ]
+        # a method past its own limit is refused by its own validator, naming its options
+        total = sum(n for n in counts if n <= MAX_SWEEP_CONFIGURATIONS)
+        if total > MAX_CAMPAIGN_CONFIGURATIONS:
+            raise ValueError(
+                f"the methods expand to {total} configurations; a campaign has at most "
+                f"{MAX_CAMPAIGN_CONFIGURATIONS} configurations: sweep fewer values or split it"
+            )
+        return value
 
     @model_validator(mode="after")
     def _some_disturbance(self) -> CampaignCreate:
@@ -214,8 +244,12 @@ class CampaignCreate(BaseModel):
         """A library network, or an uploaded case ``case:<id>`` (its existence is checked when
         the campaign's disturbances are, since that needs the case store)."""
         if is_stored_case(value):
-            if not value[len(STORED_CASE_PREFIX) :].isdigit():
-                raise ValueError("an uploaded case is named case:<id>, e.g. case:1")
+            from raptorgrid.case_store import stored_case_id
+
+            try:
+                stored_case_id(value)
+            except KeyError as exc:
+                raise ValueError(exc.args[0]) from None
             return value
         if value not in network_names():
             raise ValueError(unknown_name("network", value, network_names()))

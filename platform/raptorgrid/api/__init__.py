@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI
 
 from raptorgrid import __version__, case_store
 from raptorgrid.api import errors
-from raptorgrid.api.deps import bounded_path_ids
+from raptorgrid.api.deps import bounded_path_ids, plain_query_strings
 from raptorgrid.api.limits import RequestLimits
 from raptorgrid.api.ratelimit import WriteRateLimiter
 from raptorgrid.api.routes import campaigns, cases, health, runs, solvers, trajectories
@@ -36,7 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="raptorgrid",
         version=__version__,
         lifespan=lifespan,
-        dependencies=[Depends(bounded_path_ids)],
+        dependencies=[Depends(bounded_path_ids), Depends(plain_query_strings)],
         docs_url=None,  # /docs and /redoc without a CDN: raptorgrid.api.docs
         redoc_url=None,
     )

@@ -130,3 +130,19 @@ def bounded_path_ids(request: Request) -> None:
                     }
                 ]
             )
+
+
+def plain_query_strings(request: Request) -> None:
+    """App-wide: no query parameter carries a NUL (PostgreSQL refuses it in text; a filter such
+    as ``method`` or ``kind`` reached the database with it): 422 naming the parameter. Lone
+    surrogates cannot arrive here (the query string is decoded with replacement)."""
+    from fastapi.exceptions import RequestValidationError
+
+    from raptorgrid.text_checks import invalid_text
+
+    for name, value in request.query_params.multi_items():
+        reason = invalid_text(value)
+        if reason is not None:
+            raise RequestValidationError(
+                [{"loc": ("query", name), "msg": reason, "type": "string_type"}]
+            )

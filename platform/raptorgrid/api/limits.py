@@ -4,22 +4,43 @@
   its body is read: an anonymous client cannot make the API buffer or parse anything.
 * A body larger than ``max_request_bytes`` is refused with 413: at once when its
   ``Content-Length`` says so, else as soon as the streamed bytes pass the limit (reading stops).
-* A JSON body is checked once here: NaN and +-Infinity (which Python's parser accepts, and which
+* A JSON body (every media type FastAPI parses as JSON: ``application/json`` and
+  ``application/*+json``, in any case, with any parameters) is checked once here, in a worker
+  thread (not on the event loop): NaN and +-Infinity (which Python's parser accepts, and which
   then made the validation error's echo of the input unencodable: a 500) are refused with 422
-  naming the field; nesting deeper than ``max_json_depth`` is refused with 413 (a 100,000-deep
-  array made the parser recurse into a 500).
+  naming the field, and so are strings with a NUL or a lone surrogate
+  (``raptorgrid.text_checks``: PostgreSQL refuses the one, every encoder the other); nesting
+  deeper than ``max_json_depth`` is refused with 413 (a 100,000-deep array made the parser
+  recurse into a 500).
 
 Everything else (validation, the campaign's size, ownership) is the routes' business.
 """
 
 from __future__ import annotations
 
+import email.message
 import json
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from raptorgrid.text_checks import find_invalid_text
+
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def is_json_media_type(content_type: str) -> bool:
+    """Whether FastAPI parses a body of this ``Content-Type`` as JSON (its own rule: the main
+    type ``application`` and the subtype ``json`` or ``*+json``, case-insensitive)."""
+    if not content_type:
+        return False  # FastAPI's strict_content_type: a body without a type is not JSON
+    message = email.message.Message()
+    message["content-type"] = content_type
+    if message.get_content_maintype() != "application":
+        return False
+    subtype = message.get_content_subtype()
+    return subtype == "json" or subtype.endswith("+json")
 
 
 class _NonFinite(float):
@@ -80,8 +101,8 @@ class RequestLimits:
                 await _answer(send, 413, self._too_large())
                 return
         content_type = headers.get("content-type", b"").decode("latin-1")
-        if body and content_type.startswith("application/json"):
-            problem = self._check_json(bytes(body))
+        if body and is_json_media_type(content_type):
+            problem = await run_in_threadpool(self._check_json, bytes(body))
             if problem is not None:
                 status, detail = problem
                 await _answer(send, status, detail)
@@ -100,7 +121,11 @@ class RequestLimits:
             return None  # malformed JSON: FastAPI answers it with its own 422
         found = _find(document, self.max_depth)
         if found is None:
-            return None
+            text = find_invalid_text(document)
+            if text is None:
+                return None
+            loc, reason = text
+            return 422, [{"loc": ["body", *loc], "msg": reason, "type": "string_type"}]
         kind, loc = found
         if kind == "depth":
             return 413, f"the JSON body is nested more than {self.max_depth} levels deep"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, HTTPException, Query, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import SkipValidation, ValidationError
 
 from raptorgrid import repository as repo
 from raptorgrid.api.deps import (
@@ -58,6 +60,16 @@ def _owned_campaign(session: Any, campaign_id: int, principal: Any, verb: str) -
     return campaign
 
 
+def validated_spec(body: Any) -> CampaignCreate:
+    """``body`` (the parsed JSON, or the bytes of another media type) as a ``CampaignCreate``;
+    a ``RequestValidationError`` located in the body otherwise."""
+    try:
+        return CampaignCreate.model_validate(body)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        raise RequestValidationError(errors, body=body) from None
+
+
 @router.post(
     "",
     status_code=201,
@@ -69,7 +81,7 @@ def _owned_campaign(session: Any, campaign_id: int, principal: Any, verb: str) -
     },
 )
 def create_campaign(
-    spec: Annotated[CampaignCreate, Body()],
+    body: Annotated[CampaignCreate, SkipValidation, Body()],
     db: DatabaseDep,
     celery: CeleryDep,
     settings: SettingsDep,
@@ -78,7 +90,12 @@ def create_campaign(
     idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
 ) -> CampaignCreated:
     """Validate and expand the spec, store it, then enqueue one message per run. 201 when
-    created; 200 with the first campaign when the ``Idempotency-Key`` was seen before."""
+    created; 200 with the first campaign when the ``Idempotency-Key`` was seen before.
+
+    The body's schema is ``CampaignCreate``'s, but FastAPI does not validate it on the event
+    loop (``SkipValidation``): this sync route validates it in its worker thread, where the
+    methods and configurations are counted before any is checked (``spec.MAX_METHODS``)."""
+    spec = validated_spec(body)
     raw: dict[str, Any] = spec.model_dump(mode="json", exclude_unset=True)
     try:
         submitted = submit_campaign(

@@ -10,11 +10,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict
+from starlette.concurrency import run_in_threadpool
 
 from raptorgrid.api.deps import DatabaseDep, PrincipalDep, ReadAccess, SessionDep, SettingsDep
 from raptorgrid.api.errors import not_found
+from raptorgrid.bounded import Budget, BudgetExceeded, run_bounded
 from raptorgrid.case_store import case_network, store_case
-from raptorgrid.cases import CaseError, CaseFormat
+from raptorgrid.cases import CaseError, CaseFormat, parse_case
+from raptorgrid.settings import Settings
 from raptorgrid.tables import CaseFile
 
 router = APIRouter(prefix="/cases", tags=["cases"], dependencies=[ReadAccess])
@@ -64,6 +67,28 @@ async def _read_limited(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+WALL_FACTOR = 3.0
+"""Wall-clock seconds a check may take per second of its CPU budget (a busy host is slower)."""
+
+
+def check_case(data: bytes, fmt: CaseFormat, settings: Settings) -> dict[str, Any]:
+    """The file's summary (``raptorgrid.cases.parse_case``), computed in a child process within
+    the settings' CPU and memory budget (``raptorgrid.bounded``); blocking. Raises ``CaseError``
+    for a refused file, also for one past its CPU or memory budget; ``BudgetExceeded`` when the
+    wall-clock time ran out (a busy host, not the file's fault)."""
+    budget = Budget(
+        cpu_seconds=settings.case_check_cpu_seconds,
+        memory_mb=settings.case_check_memory_mb,
+        wall_seconds=WALL_FACTOR * settings.case_check_cpu_seconds,
+    )
+    try:
+        return run_bounded(parse_case, data, fmt, budget=budget)
+    except BudgetExceeded as exc:
+        if exc.resource == "time":
+            raise
+        raise CaseError(("body",), f"the file is too costly to check: it {exc}") from None
+
+
 @router.post(
     "",
     status_code=201,
@@ -80,6 +105,7 @@ async def _read_limited(request: Request, limit: int) -> bytes:
     responses={
         401: {"description": "missing or invalid API token"},
         413: {"description": "the file is larger than max_case_bytes"},
+        503: {"description": "the host was too busy to check the file in time"},
     },
 )
 async def upload_case(
@@ -93,12 +119,22 @@ async def upload_case(
         Query(description="matpower (.m text), pandapower (JSON) or psse (JSON raw/dyr pair)"),
     ],
 ) -> CasePublic:
-    """Store a case file after validating it; nothing in it is executed."""
+    """Store a case file after validating it in a bounded child process (``check_case``);
+    nothing in it is executed and nothing of it runs on the event loop."""
     data = await _read_limited(request, settings.max_case_bytes)
     try:
-        row = store_case(db, name=name, fmt=format, data=data, owner=principal.owner)
+        summary = await run_in_threadpool(check_case, data, format, settings)
     except CaseError as exc:
         raise _refused(list(exc.loc), exc.message) from None
+    except BudgetExceeded as exc:
+        raise HTTPException(
+            status_code=503,
+            detail=f"checking the file {exc}; nothing was stored. Retry in a few seconds",
+            headers={"Retry-After": "5"},
+        ) from None
+    row = await run_in_threadpool(
+        store_case, db, name=name, fmt=format, data=data, owner=principal.owner, summary=summary
+    )
     return CasePublic.of(row)
 
 
