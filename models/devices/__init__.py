@@ -5,8 +5,11 @@ and wscc9 (``PROJECT_MODELS``; per unit on the system base, without limits so f 
 ``models.assembly`` turns a network and device instances into one ``DAESystem``."""
 
 from models.devices.base import DeviceModel
+from models.devices.esac1a import ESAC1A
 from models.devices.esdc2a import ESDC2A
+from models.devices.esst1a import ESST1A
 from models.devices.esst3a import ESST3A
+from models.devices.exac1 import EXAC1
 from models.devices.exdc2 import EXDC2
 from models.devices.exst1 import EXST1
 from models.devices.gast import GAST
@@ -20,6 +23,7 @@ from models.devices.ieeest import IEEEST
 from models.devices.ieeet1 import IEEET1
 from models.devices.ieeex1 import IEEEX1
 from models.devices.induction_motor import INDUCTION_MOTOR
+from models.devices.scrx import SCRX
 from models.devices.sexs import SEXS
 from models.devices.sexs_smooth import SEXS_SMOOTH
 from models.devices.sixth_order import SIXTH_ORDER
@@ -30,8 +34,8 @@ from models.devices.two_axis import TWO_AXIS
 
 MODELS: dict[str, DeviceModel] = {
     m.name: m
-    for m in (ESDC2A, ESST3A, EXDC2, EXST1, GAST, GENCLS, GENROU, GENSAL, IEEEG1, IEEEST, IEEET1,
-              IEEEX1, SEXS, ST2CUT, TGOV1)
+    for m in (ESAC1A, ESDC2A, ESST1A, ESST3A, EXAC1, EXDC2, EXST1, GAST, GENCLS, GENROU, GENSAL,
+              IEEEG1, IEEEST, IEEET1, IEEEX1, SCRX, SEXS, ST2CUT, TGOV1)
 }  # fmt: skip
 """Supported ``.dyr`` model names -> models."""
 PROJECT_MODELS: dict[str, DeviceModel] = {
@@ -42,8 +46,11 @@ PROJECT_MODELS: dict[str, DeviceModel] = {
 """The project's models by name (the ``CaseConfig`` names of the MATPOWER builder)."""
 
 __all__ = [
+    "ESAC1A",
     "ESDC2A",
+    "ESST1A",
     "ESST3A",
+    "EXAC1",
     "EXDC2",
     "EXST1",
     "GAST",
@@ -59,6 +66,7 @@ __all__ = [
     "INDUCTION_MOTOR",
     "MODELS",
     "PROJECT_MODELS",
+    "SCRX",
     "SEXS",
     "SEXS_SMOOTH",
     "SIXTH_ORDER",

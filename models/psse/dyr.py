@@ -19,7 +19,6 @@ from models.devices import MODELS
 from models.psse.records import PsseError, split_record
 
 KNOWN_UNSUPPORTED_ROLES = {
-    "ESST1A": "exciter", "ESAC1A": "exciter", "EXAC1": "exciter", "SCRX": "exciter",
     "ESST4B": "exciter", "EXST2": "exciter",
     "HYGOV": "governor", "GGOV1": "governor", "IEESGO": "governor",
     "PSS2A": "stabilizer", "PSS2B": "stabilizer",
