@@ -110,3 +110,63 @@ def test_gast_loading_outside_its_limits_is_refused_naming_record_and_value(
     with pytest.raises(ValueError) as err:
         _case("gast", dyr.replace(old, new))
     assert words in str(err.value)
+
+
+HYGOV_VALUES = _record((DATA / "ieee14_hygov.dyr").read_text(), "HYGOV")
+"""ieee14_hygov.dyr's HYGOV record: R 0.05, r 1, Tr 1, Tf 0.05, Tg 0.05, VELM 0.3, GMAX 0.45001,
+GMIN 0, TW 1, At 1, Dturb 0, qNL 0.1."""
+
+
+def test_hygov_starts_at_its_equilibrium_and_gives_the_torque() -> None:
+    p = _params("HYGOV", HYGOV_VALUES)
+    p["GMAX"] = np.full(2, 1.0)
+    xs, pref, d, out = _start("HYGOV", p)
+    assert max(float(jnp.max(jnp.abs(v))) for v in d) < 1e-12
+    np.testing.assert_allclose(np.asarray(out), TM, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(xs[3]), TM + 0.1)  # q = TM / At + qNL, head 1
+    np.testing.assert_allclose(pref, 0.05 * (TM + 0.1))  # nref = R c
+    assert MODELS["HYGOV"].check(p) == []
+
+
+def test_hygov_gate_rate_and_position_limits_and_the_penstock() -> None:
+    p = _params("HYGOV", HYGOV_VALUES)
+    p["GMAX"], p["Dturb"] = np.full(2, 1.0), np.full(2, 0.5)
+    pj = {k: jnp.asarray(v) for k, v in p.items()}
+    hygov = MODELS["HYGOV"]
+    xs, pref, _, _ = _start("HYGOV", p)
+    small = (jnp.full(2, 0.01), *xs[1:])  # e = 0.01: (e + Tr de/dt) / (r Tr) below VELM
+    d = hygov.derivatives(small, jnp.ones(2), jnp.asarray(pref), pj)
+    de = (np.asarray(pref) - 0.05 * np.asarray(xs[1]) - 0.01) / 0.05
+    np.testing.assert_allclose(np.asarray(d[1]), 0.01 + de, rtol=1e-12)
+    d = hygov.derivatives(xs, jnp.full(2, 0.98), jnp.asarray(pref), pj)  # 2 % under speed
+    np.testing.assert_allclose(np.asarray(d[1]), 0.3, rtol=1e-12)  # at the rate limit VELM
+    d = hygov.derivatives(xs, jnp.full(2, 1.02), jnp.asarray(pref), pj)
+    np.testing.assert_allclose(np.asarray(d[1]), -0.3, rtol=1e-12)
+    full = (xs[0], jnp.ones(2), *xs[2:])  # c at GMAX = 1, 10 % under speed: asked to open, held
+    d = hygov.derivatives(full, jnp.full(2, 0.9), jnp.asarray(pref), pj)
+    assert float(jnp.max(jnp.abs(d[1]))) == 0.0
+    d = hygov.derivatives(full, jnp.full(2, 1.02), jnp.asarray(pref), pj)
+    assert float(jnp.max(d[1])) < 0.0
+    opened = (xs[0], xs[1], xs[2] * 1.1, xs[3])  # gate 10 % wider: head falls, flow rises
+    d = hygov.derivatives(opened, jnp.ones(2), jnp.asarray(pref), pj)
+    np.testing.assert_allclose(np.asarray(d[3]), 1.0 - 1 / 1.1**2, rtol=1e-12)
+    out = hygov.output(opened, jnp.full(2, 1.01), pj)
+    q, g = np.asarray(xs[3]), np.asarray(xs[2]) * 1.1
+    np.testing.assert_allclose(np.asarray(out), (q / g) ** 2 * (q - 0.1) - 0.5 * 0.01 * g)
+
+
+def test_ieee14_hygov_case_starts_at_equilibrium_and_states_its_reading() -> None:
+    system = _case("hygov")
+    assert system.info["init_max_abs_f"] <= 1e-8 and system.info["init_max_abs_g"] <= 1e-8
+    assert system.info["generator_models"]["gen8_1"] == "GENROU+HYGOV"
+    assert any("line 14: HYGOV of machine '1' at bus 8: HYGOV reads VELM as the rate limit" in w
+               for w in system.info["warnings"])  # fmt: skip
+
+
+def test_hygov_loading_outside_its_gate_limits_is_refused_naming_record_and_value() -> None:
+    dyr = (DATA / "ieee14_hygov.dyr").read_text()
+    assert dyr.count(" 0.3 0.45001 0.0 ") == 1
+    with pytest.raises(ValueError) as err:
+        _case("hygov", dyr.replace(" 0.3 0.45001 0.0 ", " 0.3 0.4 0.0 "))
+    assert ("ieee14_hygov.dyr, line 14: HYGOV initial desired gate c = TM0 / At + qNL = 0.45 pu "
+            "outside [0, 0.4]") in str(err.value)  # fmt: skip

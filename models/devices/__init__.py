@@ -17,6 +17,7 @@ from models.devices.gencls import GENCLS
 from models.devices.genrou import GENROU
 from models.devices.gensal import GENSAL
 from models.devices.gfl_inverter import GFL_INVERTER
+from models.devices.hygov import HYGOV
 from models.devices.ieee_dc1a import IEEE_DC1A
 from models.devices.ieeeg1 import IEEEG1
 from models.devices.ieeest import IEEEST
@@ -35,7 +36,7 @@ from models.devices.two_axis import TWO_AXIS
 MODELS: dict[str, DeviceModel] = {
     m.name: m
     for m in (ESAC1A, ESDC2A, ESST1A, ESST3A, EXAC1, EXDC2, EXST1, GAST, GENCLS, GENROU, GENSAL,
-              IEEEG1, IEEEST, IEEET1, IEEEX1, SCRX, SEXS, ST2CUT, TGOV1)
+              HYGOV, IEEEG1, IEEEST, IEEET1, IEEEX1, SCRX, SEXS, ST2CUT, TGOV1)
 }  # fmt: skip
 """Supported ``.dyr`` model names -> models."""
 PROJECT_MODELS: dict[str, DeviceModel] = {
@@ -58,6 +59,7 @@ __all__ = [
     "GENROU",
     "GENSAL",
     "GFL_INVERTER",
+    "HYGOV",
     "IEEEG1",
     "IEEEST",
     "IEEET1",

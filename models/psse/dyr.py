@@ -20,7 +20,7 @@ from models.psse.records import PsseError, split_record
 
 KNOWN_UNSUPPORTED_ROLES = {
     "ESST4B": "exciter", "EXST2": "exciter",
-    "HYGOV": "governor", "GGOV1": "governor", "IEESGO": "governor",
+    "GGOV1": "governor", "IEESGO": "governor",
     "PSS2A": "stabilizer", "PSS2B": "stabilizer",
     "GENTPJ": "machine",
 }  # fmt: skip
