@@ -1,9 +1,9 @@
 """A library network built without pandapower, from its power flow saved on another machine.
 
 The accelerator machines have JAX but not pandapower (and cannot install it), while the MATPOWER
-networks of the library take their operating point from pandapower's power flow. ``export``
-saves what ``models.cases.matpower.build_matpower_case`` reads from pandapower (the power-flow
-result, the MATPOWER branch rows and pairs) here; ``install`` there makes the builder read it
+networks of the library read their network through pandapower's converter. ``export``
+saves what ``models.cases.matpower.build_matpower_case`` reads from pandapower (the solved grid,
+the MATPOWER branch rows and pairs) here; ``install`` there makes the builder read it
 instead (stub ``pandapower`` modules, the source and the power flow replaced), so
 ``build_system`` returns the same system.
 
@@ -23,14 +23,14 @@ CASES = {"ieee14": "case14", "ieee39": "case39", "ieee57": "case57", "ieee118": 
 
 
 def export(network: str, path: Path) -> None:
-    """Save the power flow of ``network`` (a MATPOWER library network) to ``path``."""
+    """Save the solved grid of ``network`` (a MATPOWER library network) to ``path``."""
     from models.cases.matpower_io import network_source
-    from models.powerflow import run_power_flow
+    from models.cases.pandapower_grid import solved_pandapower_grid
 
     src = network_source(CASES[network])
-    pf = run_power_flow(src.net)
-    rows = src.branch_rows(pf.bus_numbers, pf.branch_from, pf.branch_to)
-    saved = {"name": src.name, "pairs": src.matpower_pairs, "rows": rows, "pf": pf}
+    grid = solved_pandapower_grid(src.net, src.name)
+    rows = src.branch_rows(grid.numbers, grid.branch_from, grid.branch_to)
+    saved = {"name": src.name, "pairs": src.matpower_pairs, "rows": rows, "grid": grid}
     path.write_bytes(pickle.dumps(saved))
 
 
@@ -44,7 +44,7 @@ class _Source:
 
 
 def install(path: Path) -> None:
-    """Make the library build from the saved power flow at ``path`` (no pandapower needed)."""
+    """Make the library build from the saved grid at ``path`` (no pandapower needed)."""
     for name in ("pandapower", "pandapower.networks"):
         sys.modules.setdefault(name, types.ModuleType(name))
     sys.modules["pandapower"].networks = sys.modules["pandapower.networks"]
@@ -52,7 +52,7 @@ def install(path: Path) -> None:
 
     saved = pickle.loads(Path(path).read_bytes())
     matpower.network_source = lambda _source: _Source(saved)
-    matpower.run_power_flow = lambda _net, **_kw: saved["pf"]
+    matpower.solved_pandapower_grid = lambda _net, _name: saved["grid"]
 
 
 if __name__ == "__main__":
