@@ -3,33 +3,30 @@
 Idempotent under at-least-once delivery: the SQL claim (one conditional UPDATE with a lease)
 admits one attempt at a time, the trajectory is renamed into place before the commit, and the
 commit only applies to the attempt that still owns the run. So a run ends complete in both Zarr
-and SQL, or is retried; never half written, never duplicated. The parts: ``workers.context``
-(the process's state, retried transactions), ``workers.lease`` (heartbeats),
-``workers.limits`` (the soft time limit), ``workers.prepare`` (building a claimed run) and
-``workers.publish`` (Zarr, SQL and scoring of solved runs).
+and SQL, or is retried; never half written, never duplicated. The parts, in pipeline order:
+``workers.claims`` (claiming runs with their inputs), ``workers.prepare`` (building a claimed
+run), ``workers.lease`` (heartbeats), ``workers.limits`` (the soft time limit),
+``workers.publish`` (Zarr, SQL and scoring of solved runs), ``workers.attempt`` (what an
+exception becomes: the one mapping to status and reason), ``workers.vectorized`` (a batch solved
+together) and ``workers.context`` (the process's state, retried transactions).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import traceback
 from typing import TYPE_CHECKING
 
 from raptorgrid import repository as repo
-from raptorgrid.tables import utcnow
 
-from workers.context import (
-    TRANSIENT_ERRORS,
-    WorkerContext,
-    finish_attempt,
-    with_db_retry,
-    worker_context,
-)
-from workers.lease import Heartbeat, LeaseClock, LeaseLost, RunCancelled
-from workers.limits import RunTimeLimit, despite_late_limit, run_alarm
+from workers.attempt import settle
+from workers.claims import claim_group, not_claimable
+from workers.context import TRANSIENT_ERRORS, WorkerContext, worker_context
+from workers.lease import Heartbeat, LeaseClock
+from workers.limits import RunTimeLimit, run_alarm
 from workers.prepare import group_initial_states, prepare_run, solved_run
 from workers.publish import Solved, commit
+from workers.vectorized import execute_together, vector_config
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,34 +53,6 @@ def integrate(
         return solve(system, scenario, method, progress=heartbeat, until=until, **options)
 
 
-Claimed = tuple[repo.Claim, repo.RunInputs]
-"""A claimed run and its inputs, read in the claim's transaction."""
-
-
-def claim_group(
-    ctx: WorkerContext, run_ids: list[int], *, worker: str
-) -> tuple[dict[int, Claimed], float]:
-    """Claim ``run_ids`` and read their inputs in one transaction (retried while the database
-    is unreachable); returns the claimed runs and the wall seconds it took."""
-    started = time.perf_counter()
-
-    def claim() -> dict[int, Claimed]:
-        with ctx.db.write() as session:
-            claims = repo.claim_runs(
-                session=session,
-                run_ids=run_ids,
-                worker=worker,
-                now=utcnow(),
-                lease_seconds=ctx.settings.lease_seconds,
-                max_attempts=ctx.settings.max_attempts,
-            )
-            inputs = repo.runs_inputs(session=session, run_ids=list(claims))
-            return {run_id: (claims[run_id], inputs[run_id]) for run_id in claims}
-
-    claimed = with_db_retry(claim, settings=ctx.settings, what=f"runs {run_ids} claim")
-    return claimed, time.perf_counter() - started
-
-
 def execute_run(
     run_id: int,
     *,
@@ -103,13 +72,9 @@ def execute_run(
     claimed, seconds = claim_group(ctx, [run_id], worker=worker)
     phases["claim"] = seconds
     if run_id not in claimed:
-        _not_claimable(run_id)
+        not_claimable(run_id)
         return "skipped"
     return run_claimed(ctx, *claimed[run_id], phases=phases, time_limit_errors=time_limit_errors)
-
-
-def _not_claimable(run_id: int) -> None:
-    log.info("run %d not claimable (held by another attempt, final, or out of attempts)", run_id)
 
 
 def run_claimed(
@@ -132,54 +97,12 @@ def run_claimed(
     it being published and committed here (``execute_batch`` commits several together); the
     outcome is then "solved". ``clock``: the batch's lease clock (``LeaseClock``), shared by
     its runs. ``initial_state``: its perturbed initial state, when solved with its group's
-    (``group_initial_states``)."""
-    from solvers.status import FailureReason, RunStatus
-
+    (``group_initial_states``). What an exception becomes: ``workers.attempt.settle``."""
     try:
         with Heartbeat(ctx, claim, in_transit, clock, ahead) as heartbeat:
             return _execute_claimed(ctx, claim, inputs, phases, heartbeat, defer, initial_state)
-    except LeaseLost as exc:
-        log.warning("%s; leaving the run to it", exc)
-        return "lease-lost"
-    except RunCancelled:
-        finish_attempt(
-            ctx,
-            claim,
-            RunStatus.CANCELLED,
-            reason=FailureReason.CANCELLED.value,
-            message=FailureReason.CANCELLED.advice,
-        )
-        return "cancelled"
-    except (RunTimeLimit, *time_limit_errors):
-        limit = ctx.settings.soft_time_limit
-        despite_late_limit(
-            lambda: finish_attempt(
-                ctx,
-                claim,
-                RunStatus.FAILED,
-                reason=FailureReason.TIME_LIMIT.value,
-                message=f"stopped at the soft time limit ({limit:g} s): "
-                f"{FailureReason.TIME_LIMIT.advice}",
-            ),
-            time_limit_errors,
-        )
-        return "time-limit"
-    except TRANSIENT_ERRORS:
-        # The database went away: leave the run to its lease; the reconciler requeues it
-        # (bounded by max_attempts) instead of recording a failure the run did not cause.
-        log.exception("run %d attempt %d: database unavailable", claim.run_id, claim.attempt)
-        raise
-    except Exception as exc:  # recorded on the run row with its traceback, and logged
-        log.exception("run %d attempt %d: unexpected error", claim.run_id, claim.attempt)
-        finish_attempt(
-            ctx,
-            claim,
-            RunStatus.FAILED,
-            reason=FailureReason.INTERNAL_ERROR.value,
-            message=f"{type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(),
-        )
-        return "internal-error"
+    except (Exception, RunTimeLimit, *time_limit_errors) as exc:
+        return settle(ctx, [claim], exc, time_limit_errors=time_limit_errors)
 
 
 def _execute_claimed(
@@ -231,9 +154,6 @@ def execute_batch(
     runs held unpublished, to their leases (requeued after them, one attempt spent); runs
     longer than the window are claimed one at a time."""
     ctx = ctx or worker_context()
-    from solvers.status import FailureReason, RunStatus
-    from workers.vectorized import execute_together, vector_config
-
     if vector_config(ctx, run_ids) is not None:  # solved together, vectorized across runs
         outcomes = execute_together(
             run_ids, worker=worker, ctx=ctx, time_limit_errors=time_limit_errors, phases=phases
@@ -260,13 +180,9 @@ def execute_batch(
         except TRANSIENT_ERRORS:
             raise  # left to their leases, as a run alone is
         except Exception as exc:  # the solved runs could not be published: recorded failures
-            log.exception("runs %s: publishing failed", [s.claim.run_id for s in held])
-            for s in held:
-                finish_attempt(ctx, s.claim, RunStatus.FAILED,
-                               reason=FailureReason.INTERNAL_ERROR.value,
-                               message=f"{type(exc).__name__}: {exc}",
-                               traceback=traceback.format_exc())  # fmt: skip
-                outcomes[s.claim.run_id] = "internal-error"
+            what = f"runs {[s.claim.run_id for s in held]}: publishing"
+            outcome = settle(ctx, [s.claim for s in held], exc, what=what)
+            outcomes.update((s.claim.run_id, outcome) for s in held)
         finally:
             held.clear()
 
@@ -300,7 +216,7 @@ def execute_batch(
                 if phases is not None:
                     phases.append(record)
                 if run_id not in claimed:
-                    _not_claimable(run_id)
+                    not_claimable(run_id)
                     outcomes[run_id] = "skipped"
                     continue
                 waiting.pop(0)

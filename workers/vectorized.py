@@ -17,18 +17,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import traceback
 from typing import Any
 
 from raptorgrid import repository as repo
 from raptorgrid.tables import utcnow
 
+from workers.attempt import settle
+from workers.claims import claim_group
 from workers.context import TRANSIENT_ERRORS, WorkerContext, finish_attempt, with_db_retry
 from workers.lease import RunCancelled
-from workers.limits import RunTimeLimit, despite_late_limit
+from workers.limits import RunTimeLimit
 from workers.prepare import Prepared, group_initial_states, prepare_run, solved_run
 from workers.publish import commit
-from workers.runner import claim_group
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def execute_together(
     from solvers.status import FailureReason, RunStatus
 
     outcomes: dict[int, str] = {}
-    records = {run_id: {} for run_id in run_ids}
+    records: dict[int, dict[str, float]] = {run_id: {} for run_id in run_ids}
     claimed, seconds = claim_group(ctx, run_ids, worker=worker)  # one transaction
     claims = [claimed[run_id][0] for run_id in run_ids if run_id in claimed]
     inputs = {run_id: run_inputs for run_id, (_, run_inputs) in claimed.items()}
@@ -187,21 +187,10 @@ def execute_together(
                 pending = [c for c in pending if c.run_id not in {s.claim.run_id for s in part}]
         for claim in claims:  # lost while solving: left to the attempt that owns it now
             outcomes.setdefault(claim.run_id, "lease-lost")
-    except (RunTimeLimit, *time_limit_errors):
-        limit = ctx.settings.soft_time_limit
-        despite_late_limit(
-            lambda: finish_all(pending, RunStatus.FAILED, FailureReason.TIME_LIMIT,
-                               f"stopped at the soft time limit ({limit:g} s): "
-                               f"{FailureReason.TIME_LIMIT.advice}"),
-            time_limit_errors,
-        )  # fmt: skip
-    except TRANSIENT_ERRORS:
-        log.exception("batch %s: database unavailable; the runs are left to their leases", run_ids)
-        raise
-    except Exception as exc:  # recorded on every run still pending, with the traceback
-        log.exception("batch %s: unexpected error", run_ids)
-        finish_all(pending, RunStatus.FAILED, FailureReason.INTERNAL_ERROR,
-                   f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())  # fmt: skip
+    except (Exception, RunTimeLimit, *time_limit_errors) as exc:  # every run still pending
+        outcome = settle(ctx, pending, exc, time_limit_errors=time_limit_errors,
+                         what=f"batch {run_ids}")  # fmt: skip
+        outcomes.update((claim.run_id, outcome) for claim in pending)
     if phases is not None:
         phases.extend(records[run_id] for run_id in run_ids)
     return outcomes
