@@ -34,6 +34,7 @@ def test_block_schur_solves_as_dense(wscc9) -> None:
     assert np.max(np.abs(got - want)) <= 1e-10 * np.max(np.abs(want))
 
 
+@pytest.mark.slow  # one compile of the whole device loop (about 30 s of CPU)
 def test_members_agree_with_runs_alone(wscc9) -> None:
     """Two faults with different clearing times in one program: each member takes the
     intervals of its run alone (same counts, ends within 1e-6 relative) and its grid states agree
