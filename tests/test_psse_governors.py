@@ -170,3 +170,47 @@ def test_hygov_loading_outside_its_gate_limits_is_refused_naming_record_and_valu
         _case("hygov", dyr.replace(" 0.3 0.45001 0.0 ", " 0.3 0.4 0.0 "))
     assert ("ieee14_hygov.dyr, line 14: HYGOV initial desired gate c = TM0 / At + qNL = 0.45 pu "
             "outside [0, 0.4]") in str(err.value)  # fmt: skip
+
+
+IEESGO_VALUES = "0.1 0.5 0.2 0.3 8.0 0.4 20.0 0.7 0.6 1.0 0.2"
+"""An IEESGO record with every block active (T1 .. T6, K1 20, K2 0.7, K3 0.6, PMAX 1, PMIN 0.2)."""
+
+
+def test_ieesgo_starts_at_its_equilibrium_and_gives_the_torque() -> None:
+    p = _params("IEESGO", IEESGO_VALUES)
+    xs, pref, d, out = _start("IEESGO", p)
+    assert max(float(jnp.max(jnp.abs(v))) for v in d) < 1e-12
+    np.testing.assert_allclose(np.asarray(out), TM, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(xs[4]), 0.7 * 0.6 * TM)
+    assert MODELS["IEESGO"].check(p) == []
+
+
+def test_ieesgo_droop_power_limits_and_stage_fractions() -> None:
+    p = _params("IEESGO", IEESGO_VALUES)
+    pj = {k: jnp.asarray(v) for k, v in p.items()}
+    ieesgo = MODELS["IEESGO"]
+    xs, pref, _, _ = _start("IEESGO", p)
+    d = ieesgo.derivatives(xs, jnp.full(2, 0.99), jnp.asarray(pref), pj)
+    np.testing.assert_allclose(np.asarray(d[0]), 20 * -0.01 / 0.1, rtol=1e-12)  # K1 dw / T1
+    droop = (xs[0] - 0.2, *xs[1:])  # lag output x1 = -0.2 (under speed), lead-lag state 0
+    d = ieesgo.derivatives(droop, jnp.ones(2), jnp.asarray(pref), pj)
+    y = (0.5 / 0.2) * -0.2  # lead-lag output: (T2 / T3) x1 + (1 - T2 / T3) 0
+    np.testing.assert_allclose(np.asarray(d[2]), (np.minimum(TM - y, 1.0) - TM) / 0.3)
+    low = (xs[0] + 5.0, *xs[1:])  # a large over-speed demand: valve demand held at PMIN
+    d = ieesgo.derivatives(low, jnp.ones(2), jnp.asarray(pref), pj)
+    np.testing.assert_allclose(np.asarray(d[2]), (0.2 - TM) / 0.3, rtol=1e-12)
+    moved = (xs[0], xs[1], xs[2] + 0.1, xs[3], xs[4])  # x3 up 0.1: (1 - K2) of it at once
+    out = ieesgo.output(moved, jnp.ones(2), pj)
+    np.testing.assert_allclose(np.asarray(out), TM + 0.3 * 0.1, rtol=1e-12)
+
+
+def test_ieee14_ieesgo_case_starts_at_equilibrium_and_refuses_a_loading_above_pmax() -> None:
+    system = _case("ieesgo")
+    assert system.info["init_max_abs_f"] <= 1e-8 and system.info["init_max_abs_g"] <= 1e-8
+    assert system.info["generator_models"]["gen8_1"] == "GENROU+ESST3A+IEESGO"
+    dyr = (DATA / "ieee14_ieesgo.dyr").read_text()
+    assert dyr.count(" 1.0 1.0 5.0 0.0 /") == 1
+    with pytest.raises(ValueError) as err:
+        _case("ieesgo", dyr.replace(" 1.0 1.0 5.0 0.0 /", " 1.0 1.0 0.3 0.0 /"))
+    assert ("ieee14_ieesgo.dyr, line 15: IEESGO initial mechanical power TM0 = 0.35 pu outside "
+            "[0, 0.3]") in str(err.value)  # fmt: skip

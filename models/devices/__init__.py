@@ -23,6 +23,7 @@ from models.devices.ieeeg1 import IEEEG1
 from models.devices.ieeest import IEEEST
 from models.devices.ieeet1 import IEEET1
 from models.devices.ieeex1 import IEEEX1
+from models.devices.ieesgo import IEESGO
 from models.devices.induction_motor import INDUCTION_MOTOR
 from models.devices.scrx import SCRX
 from models.devices.sexs import SEXS
@@ -36,7 +37,7 @@ from models.devices.two_axis import TWO_AXIS
 MODELS: dict[str, DeviceModel] = {
     m.name: m
     for m in (ESAC1A, ESDC2A, ESST1A, ESST3A, EXAC1, EXDC2, EXST1, GAST, GENCLS, GENROU, GENSAL,
-              HYGOV, IEEEG1, IEEEST, IEEET1, IEEEX1, SCRX, SEXS, ST2CUT, TGOV1)
+              HYGOV, IEEEG1, IEEEST, IEEET1, IEEEX1, IEESGO, SCRX, SEXS, ST2CUT, TGOV1)
 }  # fmt: skip
 """Supported ``.dyr`` model names -> models."""
 PROJECT_MODELS: dict[str, DeviceModel] = {
@@ -65,6 +66,7 @@ __all__ = [
     "IEEET1",
     "IEEEX1",
     "IEEE_DC1A",
+    "IEESGO",
     "INDUCTION_MOTOR",
     "MODELS",
     "PROJECT_MODELS",

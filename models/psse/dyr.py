@@ -20,7 +20,7 @@ from models.psse.records import PsseError, split_record
 
 KNOWN_UNSUPPORTED_ROLES = {
     "ESST4B": "exciter", "EXST2": "exciter",
-    "GGOV1": "governor", "IEESGO": "governor",
+    "GGOV1": "governor",
     "PSS2A": "stabilizer", "PSS2B": "stabilizer",
     "GENTPJ": "machine",
 }  # fmt: skip

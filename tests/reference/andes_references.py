@@ -59,6 +59,7 @@ CASES = {
         "ieee14.raw", "ieee14.dyr",
         {"fault_bus": 9, "line": (4, 5, "1"), "gen": (3, "1")},
     ),
+    "ieee14_ieesgo": ("ieee14.raw", "ieee14_ieesgo.dyr", IEEE14_EVENTS),
     "ieee14_hygov": ("ieee14.raw", "ieee14_hygov.dyr", IEEE14_EVENTS),
     "ieee14_gast": ("ieee14.raw", "ieee14_gast.dyr", IEEE14_EVENTS),
     "npcc_full": (
