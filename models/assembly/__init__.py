@@ -17,7 +17,9 @@ import numpy as np
 
 import models.jaxconfig  # noqa: F401
 from models.assembly.devices import (
+    CONVERTER_ROLES,
     GENERATOR_ROLES,
+    SLOT_ROLES,
     BusDevice,
     Device,
     GeneratorSlot,
@@ -32,7 +34,9 @@ from models.grid import Grid
 from models.network import Topology
 
 __all__ = [
+    "CONVERTER_ROLES",
     "GENERATOR_ROLES",
+    "SLOT_ROLES",
     "BusDevice",
     "Device",
     "GeneratorSlot",
@@ -142,7 +146,7 @@ def _info(grid: Grid, lay: Layout, slots, bus_devices, element_kinds, load_buses
         "generator_models": {
             grid.gen_names[k]: "+".join(
                 d.model.name
-                for d in (s.machine, s.exciter, s.governor, s.stabilizer)
+                for d in (s.machine, s.exciter, s.governor, s.stabilizer, s.electrical, s.plant)
                 if d is not None
             )
             for k, s in enumerate(slots)

@@ -3,7 +3,11 @@ stator equations) and the outputs, each device model evaluated once per group.
 
 Layout of z: bus voltages Vr, Vi (pu, system base), then machine currents Id, Iq (pu on MBASE);
 g: real and imaginary KCL per bus (``models.network``), then the d and q stator residuals per
-machine (a tripped machine, ``gen_status`` 0, has Id = Iq = 0 instead). Outputs: bus V and theta,
+machine (a tripped machine, ``gen_status`` 0, has Id = Iq = 0 instead). A converter's slot holds
+its delivered currents there instead: Id = Ip along its terminal voltage V, Iq the reactive part
+(injected current (Ip - j Iq) V / |V|, so P = |V| Ip, Q = |V| Iq), with the residuals Ip - Ipout,
+Iq - Iqout of its output currents (``DeviceModel.current``); its delta and omega outputs are 0
+and 1. Outputs: bus V and theta,
 machine omega, delta and Pe, the bus devices' measures (per model in name order), ``omega_coi``,
 ``kcl_max``.
 """
@@ -18,7 +22,25 @@ import numpy as np
 from models.assembly.layout import DeviceGroup, Layout
 from models.components.loads import zip_current
 from models.devices.base import to_machine_frame, to_network_frame
-from models.network import Topology, current_mismatch
+from models.network import Topology, branch_currents, current_mismatch
+
+
+def plant_inputs(lay: Layout, grp: DeviceGroup, v, p, topo: Topology) -> dict:
+    """A plant-control group's inputs (``models.devices.repca1.PLANT_SIGNALS``) from the complex
+    bus voltages ``v`` and the branch and ``gen_scale`` parameters ``p``: the voltage of its
+    generator's bus, the current (system base) leaving the measured end (``branch_end`` 0: from,
+    1: to) of its ``branch`` (-1: none, all 0) and that end's power (MBASE)."""
+    branch = np.asarray(grp.params["branch"], dtype=np.int64)
+    at_to = np.asarray(grp.params["branch_end"]) == 1
+    has = branch >= 0
+    k = np.where(has, branch, 0)
+    vreg = v[lay.gen_bus[grp.members]]
+    i_from, i_to = branch_currents(topo, v, p)
+    ib = jnp.where(at_to, i_to[k], i_from[k]) * has
+    vb = jnp.where(at_to, v[topo.to_bus[k]], v[topo.from_bus[k]])
+    s = vb * jnp.conj(ib) / p["gen_scale"][grp.members]
+    return {"vreg_r": vreg.real, "vreg_i": vreg.imag, "ibr_r": ib.real, "ibr_i": ib.imag,
+            "pbr": s.real, "qbr": s.imag}  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,6 +136,8 @@ class NetworkEquations:
             sig_k = {n: grp.take(v) for n, v in sig.items()}
             d = grp.model.derivatives(grp.states(x), sig_k, grp.view(p))
             out.append(jnp.stack(d, axis=1).ravel())
+        if self.layout.has_converters():
+            out += self._converter_derivatives(x, z, p, vt)
         for grp in groups["bus"]:
             d = grp.model.derivatives(grp.states(x), *self._bus_voltage(z, grp), grp.view(p),
                                       self.omega_s)  # fmt: skip
@@ -121,12 +145,67 @@ class NetworkEquations:
         values = jnp.concatenate(out)
         return values[self.layout.order] if self.layout.permute else values
 
+    def _converter_derivatives(self, x, z, p, vt) -> list:
+        """Derivatives of the converters, their electrical and their plant controls (in that
+        order): plant outputs Pref, Qref drive the electrical controls, whose Ipcmd, Iqcmd drive
+        the converters (held values where a control is absent)."""
+        groups = self.layout.groups
+        _, _, id_, iq = self._split(z)
+        sig = {"vt": vt, "pe": vt * id_, "qe": vt * iq}
+        pref, qref = p["conv_pref"], p["conv_qref"]
+        plant_sig = {}
+        if groups["plant"]:
+            nb = self._nb
+            v = z[:nb] + 1j * z[nb : 2 * nb]
+            for grp in groups["plant"]:
+                plant_sig[grp.model.name] = {
+                    **{n: grp.take(a) for n, a in sig.items()},
+                    **plant_inputs(self.layout, grp, v, p, self.topo),
+                }
+                pr, qr = grp.model.output(grp.states(x), plant_sig[grp.model.name], grp.view(p))
+                pref, qref = grp.put(pref, pr), grp.put(qref, qr)
+        ipcmd, iqcmd = p["conv_ipcmd"], p["conv_iqcmd"]
+        for grp in groups["electrical"]:
+            sig_k = {n: grp.take(a) for n, a in sig.items()}
+            ic, qc = grp.model.output(grp.states(x), sig_k, grp.take(pref), grp.take(qref),
+                                      grp.view(p))  # fmt: skip
+            ipcmd, iqcmd = grp.put(ipcmd, ic), grp.put(iqcmd, qc)
+        out = []
+        for grp in groups["converter"]:
+            d = grp.model.derivatives(grp.states(x), grp.take(vt), grp.take(ipcmd),
+                                      grp.take(iqcmd), grp.view(p))  # fmt: skip
+            out.append(jnp.stack(d, axis=1).ravel())
+        for grp in groups["electrical"]:
+            sig_k = {n: grp.take(a) for n, a in sig.items()}
+            d = grp.model.derivatives(grp.states(x), sig_k, grp.take(pref), grp.take(qref),
+                                      grp.view(p))  # fmt: skip
+            out.append(jnp.stack(d, axis=1).ravel())
+        for grp in groups["plant"]:
+            d = grp.model.derivatives(grp.states(x), plant_sig[grp.model.name], grp.view(p))
+            out.append(jnp.stack(d, axis=1).ravel())
+        return out
+
     def injections(self, x, z, p):
-        """Machine currents into the network (complex pu, system base) and delta."""
+        """Machine (and converter) currents into the network (complex pu, system base), and
+        delta."""
         _, _, id_, iq = self._split(z)
         delta, _ = self.machine_signals(x)
         gr, gi = to_network_frame(id_, iq, delta)
+        if self.layout.has_converters():
+            conv = self._converter_mask()
+            nb, gen_bus = self._nb, self.layout.gen_bus
+            vr, vi = z[:nb][gen_bus], z[nb : 2 * nb][gen_bus]
+            vm = jnp.sqrt(vr**2 + vi**2)
+            ur, ui = vr / vm, vi / vm
+            gr = jnp.where(conv, id_ * ur + iq * ui, gr)
+            gi = jnp.where(conv, id_ * ui - iq * ur, gi)
         return p["gen_status"] * p["gen_scale"] * (gr + 1j * gi), delta
+
+    def _converter_mask(self) -> np.ndarray:
+        mask = np.zeros(self.layout.n_gen, dtype=bool)
+        for grp in self.layout.groups["converter"]:
+            mask[grp.members] = True
+        return mask
 
     def kcl(self, x, z, p):
         """Complex KCL residual per bus (pu)."""
@@ -155,6 +234,10 @@ class NetworkEquations:
             rd, rq = grp.model.stator(grp.states(x), grp.take(vd), grp.take(vq),
                                       grp.take(id_), grp.take(iq), grp.view(p))  # fmt: skip
             res_d, res_q = grp.put(res_d, rd), grp.put(res_q, rq)
+        for grp in self.layout.groups["converter"]:
+            v_k = jnp.sqrt(grp.take(vr[gen_bus]) ** 2 + grp.take(vi[gen_bus]) ** 2)
+            ip, iq_out = grp.model.current(grp.states(x), v_k, grp.view(p))
+            res_d, res_q = grp.put(res_d, grp.take(id_) - ip), grp.put(res_q, grp.take(iq) - iq_out)
         on = p["gen_status"]
         mismatch = self.kcl(x, z, p)
         return jnp.concatenate(

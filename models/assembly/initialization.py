@@ -2,7 +2,10 @@
 
 Each machine from its terminal voltage and power (``DeviceModel.init``), then its exciter from
 the machine's field voltage (and the machine signals it reads, ``DeviceModel.inputs``), its
-governor from the machine's torque and its stabilizer from the machine signals; each bus device
+governor from the machine's torque and its stabilizer from the machine signals; each converter
+from its terminal voltage and power (its currents Ip, Iq and the commands that hold them), its
+electrical control from those commands (and the references Pref, Qref that hold them), its plant
+control from those references and the network's solution; each bus device
 from its bus voltage and requested power, the static load of its bus taking the difference (so
 the power flow is reproduced exactly). The orchestrator (``models.assembly.assemble``) then
 polishes the algebraic variables by Newton and recomputes the AVR references at the polished
@@ -11,7 +14,9 @@ voltages (``avr_references``).
 Parameters: ``<prefix><name>`` arrays per model (``DeviceModel.param_prefix``); per generator
 ``gen_status``, ``gen_scale`` (MBASE / SBASE), ``gen_inertia`` (H MBASE / SBASE), ``efd`` and
 ``tm`` (held field voltage and torque of a slot without exciter or governor), ``vref`` and
-``pref`` where some generator has an exciter or a governor; per bus ``shunt_g``, ``shunt_b``,
+``pref`` where some generator has an exciter or a governor; where some slot holds a converter,
+``conv_ipcmd``, ``conv_iqcmd`` (held commands without an electrical control) and ``conv_pref``,
+``conv_qref`` (held references without a plant control); per bus ``shunt_g``, ``shunt_b``,
 ``fault_g``, ``fault_b`` and ``bus_isolated`` (1 grounds a de-energized bus through 1 pu, see
 ``models.disturbances.BranchTrip``); per load bus the ZIP parts ``load_*``; the branch arrays of
 ``models.network``.
@@ -26,10 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from models.assembly.devices import BusDevice
+from models.assembly.equations import plant_inputs
 from models.assembly.layout import DeviceGroup, Layout
 from models.components.loads import zip_parameters
 from models.devices.base import InitialValueError, to_machine_frame
 from models.grid import Grid
+from models.network import Topology
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,8 @@ def initialize(grid: Grid, lay: Layout, bus_devices: Sequence[BusDevice]) -> Ini
     for grp in groups["stabilizer"]:
         init = grp.model.init({n: v[grp.members] for n, v in sig0.items()}, grp.params)
         _place(grp, init, params, x0, ())
+    if lay.has_converters():
+        params.update(_initialize_converters(grid, lay, params, x0, id0, iq0, scale))
     injected = np.zeros(len(bus_devices), dtype=complex)
     for grp in groups["bus"]:
         k = grp.members
@@ -104,6 +113,39 @@ def initialize(grid: Grid, lay: Layout, bus_devices: Sequence[BusDevice]) -> Ini
     params["gen_inertia"] = inertia
     params = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
     return Initial(x0, params, id0, iq0, efd0, load_buses)
+
+
+def _initialize_converters(grid: Grid, lay: Layout, params: dict, x0, id0, iq0, scale) -> dict:
+    """Converters, then their electrical and plant controls (module docstring); fills ``id0``,
+    ``iq0`` with the converters' currents and returns the per-generator ``conv_*`` parameters."""
+    ng, groups = lay.n_gen, lay.groups
+    v_gen = grid.voltage[grid.gen_bus]
+    vt = np.abs(v_gen)
+    s_mach = grid.gen_s / scale
+    held = {k: np.zeros(ng) for k in ("conv_ipcmd", "conv_iqcmd", "conv_pref", "conv_qref")}
+    for grp in groups["converter"]:
+        k = grp.members
+        init = grp.model.init(v_gen[k], s_mach[k], grp.params)
+        _place(grp, init, params, x0, ("Ipout", "Iqout", "ipcmd", "iqcmd"))
+        id0[k], iq0[k] = init["Ipout"], init["Iqout"]
+        held["conv_ipcmd"][k], held["conv_iqcmd"][k] = init["ipcmd"], init["iqcmd"]
+    for grp in groups["electrical"]:
+        k = grp.members
+        sig = {"vt": vt[k], "pe": vt[k] * id0[k], "qe": vt[k] * iq0[k],
+               "ipcmd": held["conv_ipcmd"][k], "iqcmd": held["conv_iqcmd"][k]}  # fmt: skip
+        init = grp.model.init(sig, grp.params)
+        _place(grp, init, params, x0, ("pref", "qref"))
+        held["conv_pref"][k], held["conv_qref"][k] = init["pref"], init["qref"]
+    if groups["plant"]:
+        topo = Topology(grid.n_bus, grid.branch_from, grid.branch_to)
+        network = {**grid.branch_parameters(), "gen_scale": scale}
+        for grp in groups["plant"]:
+            k = grp.members
+            sig = {n: np.asarray(v) for n, v in
+                   plant_inputs(lay, grp, grid.voltage, network, topo).items()}  # fmt: skip
+            init = grp.model.init(sig, held["conv_pref"][k], held["conv_qref"][k], grp.params)
+            _place(grp, init, params, x0, ())
+    return held
 
 
 def _machine_signals(lay: Layout, x0, v_gen, id0, iq0, efd0, tm0) -> dict[str, np.ndarray]:

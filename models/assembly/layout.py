@@ -2,8 +2,9 @@
 
 Instances of one model are evaluated together (vectorized over their parameter arrays), so the
 traced equations grow with the number of *models*, not of devices. x is generator-major: per
-generator slot in order, its machine's states, then its exciter's, its governor's and its
-stabilizer's; then per bus device in order, its states (``<state>[<generator or device name>]``).
+generator slot in order, its source's states (machine or converter), then its exciter's, its
+governor's and its stabilizer's, or its electrical and plant controls'; then per bus device in
+order, its states (``<state>[<generator or device name>]``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from dataclasses import dataclass, field
 import jax.numpy as jnp
 import numpy as np
 
-from models.assembly.devices import GENERATOR_ROLES, BusDevice, Device, GeneratorSlot
+from models.assembly.devices import (
+    CONVERTER_ROLES,
+    GENERATOR_ROLES,
+    SLOT_ROLES,
+    BusDevice,
+    Device,
+    GeneratorSlot,
+)
 from models.devices.base import DeviceModel
 
-ROLES = (*GENERATOR_ROLES, "bus")
+ROLES = (*GENERATOR_ROLES, *CONVERTER_ROLES, "bus")
+"""Every role, in the order the equations stack the groups' derivatives."""
 
 
 @dataclass
@@ -95,7 +104,7 @@ def check_groups(groups: list[DeviceGroup], role: str) -> None:
 def check_parameters(slots: Sequence[GeneratorSlot], role: str) -> None:
     """Raise ``ValueError`` naming each device (``Device.where``) whose parameter values its
     model cannot use, or a device placed in the wrong role."""
-    check_groups(device_groups([getattr(s, role) for s in slots]), role)
+    check_groups(device_groups([s.device(role) for s in slots]), role)
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,9 @@ class Layout:
     def n_gen(self) -> int:
         return int(self.gen_bus.size)
 
+    def has_converters(self) -> bool:
+        return bool(self.groups["converter"])
+
     def has_inputs(self) -> bool:
         """Whether some exciter reads machine signals (``DeviceModel.inputs``)."""
         return any(g.model.inputs for g in self.groups["exciter"])
@@ -134,15 +146,15 @@ def layout(
     ng = len(slots)
     if ng != len(gen_bus):
         raise ValueError(f"{ng} generator slots for {len(gen_bus)} generators")
-    groups = {role: device_groups([getattr(s, role) for s in slots]) for role in GENERATOR_ROLES}
+    groups = {role: device_groups([s.device(role) for s in slots]) for role in SLOT_ROLES}
     groups["bus"] = device_groups([b.device for b in bus_devices])
     for role, grps in groups.items():
         check_groups(grps, role)
     state_names: list[str] = []
     start_of: dict[tuple[str, int], int] = {}
     for k, slot in enumerate(slots):
-        for role in GENERATOR_ROLES:
-            device = getattr(slot, role)
+        for role in SLOT_ROLES:
+            device = slot.device(role)
             if device is not None:
                 start_of[role, k] = len(state_names)
                 state_names += [f"{s}[{gen_names[k]}]" for s in device.model.states]

@@ -18,6 +18,20 @@ states are a tuple of arrays in ``states`` order. The *role* fixes the signature
   holds the ``SIGNALS`` of its machine (its input codes choose among them).
 * ``governor``: ``init(tm, p) -> dict`` (states and ``pref``), ``derivatives(xs, omega, pref,
   p)``, ``output(xs, omega, p) -> tm``.
+* ``converter`` (a converter-interfaced source in a generator's slot, e.g. REGCA1):
+  ``init(v, s, p) -> dict`` (states, its delivered currents ``Ipout``, ``Iqout`` and the commands
+  ``ipcmd``, ``iqcmd`` that hold them), ``derivatives(xs, vt, ipcmd, iqcmd, p)``,
+  ``current(xs, vt, p) -> (Ipout, Iqout)``: active current along the terminal voltage and
+  reactive current (Q = vt Iqout, positive delivered); ``vt`` the terminal voltage magnitude.
+* ``electrical`` (a converter's electrical control, e.g. REECA1): ``init(sig, p) -> dict``
+  (states, and the references ``pref``, ``qref`` that hold the commands), ``derivatives(xs,
+  sig, pref, qref, p)``, ``output(xs, sig, pref, qref, p) -> (ipcmd, iqcmd)``; ``sig`` holds
+  ``vt``, ``pe``, ``qe`` (the converter's delivered power, MBASE), and at ``init`` also the
+  commands ``ipcmd``, ``iqcmd`` to hold.
+* ``plant`` (a converter's plant control, e.g. REPCA1): ``init(sig, pref, qref, p) -> dict``,
+  ``derivatives(xs, sig, p)``, ``output(xs, sig, p) -> (pref, qref)``; ``sig`` adds to the
+  electrical control's signals the network quantities ``repca1.PLANT_SIGNALS`` (its parameters
+  ``branch``, ``branch_end`` name the measured branch and end, ``fn`` the frequency in Hz).
 * ``bus`` (a device connected to a bus rather than to a generator slot, per unit on the *system*
   base): ``init(v, s, p, omega_s) -> dict`` (states, the device's set-point parameters and
   ``power``, the complex power it injects at the power flow; the requested ``s`` is honoured
@@ -86,7 +100,8 @@ class DeviceModel:
     def controller_states(self) -> tuple[str, ...]:
         if self.controller is not None:
             return self.controller
-        return self.states if self.role in ("exciter", "governor", "stabilizer") else ()
+        controls = ("exciter", "governor", "stabilizer", "electrical", "plant")
+        return self.states if self.role in controls else ()
 
 
 def to_machine_frame(re, im, delta):

@@ -1,7 +1,9 @@
 """A PSS(R)E case (``.raw`` + ``.dyr``) as a ``DAESystem``: parse both files, solve the power
 flow (``models.psse.network``), attach each ``.dyr`` record to its machine by (bus, machine
 ID), and assemble (``models.assembly``). Every in-service machine needs exactly one machine
-model; a record naming a bus and ID without an in-service machine is refused with its line."""
+model (a synchronous machine, or a converter such as REGCA1 with its REECA1 and REPCA1
+controls); a record naming a bus and ID without an in-service machine is refused with its
+line."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from models.assembly import (
+    SLOT_ROLES,
     Device,
     GeneratorSlot,
     assemble,
@@ -87,11 +90,12 @@ def load_psse_case(
             )  # fmt: skip
         model = MODELS[rec.model]
         slot = found[slot_of[key]]
-        if model.role in slot:
+        role = "machine" if model.role == "converter" else model.role
+        if role in slot:
             raise PsseError(
                 dyr_file, rec.line, f"{rec.model} record",
                 f"machine '{rec.id}' at bus {rec.bus} already has a {model.role} "
-                f"({slot[model.role].model.name}, {slot[model.role].where})",
+                f"({slot[role].model.name}, {slot[role].where})",
             )  # fmt: skip
         k = slot_of[key]
         params = dict(zip(model.params, rec.values, strict=True))
@@ -106,10 +110,13 @@ def load_psse_case(
                     f"'{rec.id}' at bus {rec.bus} differs from X''d = {params['Xd_pp']:g}; "
                     "X''d is used"
                 )
+        if model.role == "plant":
+            params.update(_monitored_branch(net.grid, params, rec, dyr_file))
+            params["fn"] = net.grid.f_hz
         if model.readings is not None:
             warnings += [f"{dyr_file}, line {rec.line}: {rec.model} of machine '{rec.id}' at bus "
                          f"{rec.bus}: {text}" for text in model.readings(params)]  # fmt: skip
-        slot[model.role] = Device(model, params, f"{dyr_file}, line {rec.line}")
+        slot[role] = Device(model, params, f"{dyr_file}, line {rec.line}")
     missing = [solved.gen_names[k] for k, slot in enumerate(found) if "machine" not in slot]
     if missing:
         raise PsseError(
@@ -125,7 +132,8 @@ def load_psse_case(
                     "exciter, substituted or absent; no stabilizing signal)"
                 )
     slots = [
-        GeneratorSlot(s["machine"], s.get("exciter"), s.get("governor"), s.get("stabilizer"))
+        GeneratorSlot(s["machine"], s.get("exciter"), s.get("governor"), s.get("stabilizer"),
+                      s.get("electrical"), s.get("plant"))  # fmt: skip
         for s in found
     ]
     grid = replace(
@@ -149,16 +157,36 @@ def load_psse_case(
         },
     )
     models = sorted(
-        {d.model.name for s in slots for d in (s.machine, s.exciter, s.governor, s.stabilizer) if d}
+        {d.model.name for s in slots
+         for d in (s.machine, s.exciter, s.governor, s.stabilizer, s.electrical, s.plant) if d}
     )
     description = (
         f"{name}: PSS/E case {raw_file} + {dyr_file}: {grid.n_bus} buses, "
         f"{grid.n_branch} branches, {len(slots)} machines ({', '.join(models)})"
     )
-    for role in ("machine", "exciter", "governor", "stabilizer"):
+    for role in SLOT_ROLES:
         check_parameters(slots, role)
     check_slots(slots)
     return PsseCase(grid, tuple(slots), description)
+
+
+def _monitored_branch(grid: Grid, params: dict, rec, dyr_file: str) -> dict[str, float]:
+    """A plant control's measured branch (BUS1 -> BUS2, circuit CKTID) as ``branch`` (position,
+    -1 for none: BUS1 = BUS2 = 0) and ``branch_end`` (0: BUS1 is its from end, 1: its to end)."""
+    b1, b2 = int(params["BUS1"]), int(params["BUS2"])
+    if b1 == 0 and b2 == 0:
+        return {"branch": -1.0, "branch_end": 0.0}
+    ckt = str(int(params["CKTID"]))
+    names = {n: k for k, n in enumerate(grid.branch_names)}
+    for name in (f"line_{b1}_{b2}_{ckt}", f"line_{b2}_{b1}_{ckt}", f"xf_{b1}_{b2}_{ckt}",
+                 f"xf_{b2}_{b1}_{ckt}"):  # fmt: skip
+        if name in names:
+            k = names[name]
+            numbers = list(grid.bus_numbers)
+            at_from = numbers[int(grid.branch_from[k])] == b1
+            return {"branch": float(k), "branch_end": 0.0 if at_from else 1.0}
+    raise PsseError(dyr_file, rec.line, f"{rec.model} record",
+                    f"no branch {b1} - {b2} circuit '{ckt}' in the network")  # fmt: skip
 
 
 def convert_loads(load_s, load_i, load_y, vm, fractions):
