@@ -17,8 +17,6 @@ their sum (so PSS/E's split of a bus's QG among its machines is kept).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -39,22 +37,16 @@ class PowerFlowError(RuntimeError):
     """The power flow did not converge (the message names the grid and the mismatch)."""
 
 
-@dataclass(frozen=True)
-class _Buses:
-    """Which unknowns the Newton iterates: angles of every non-swing bus, magnitudes of PQ."""
-
-    angle: np.ndarray
-    magnitude: np.ndarray
-
-
-def _buses(grid: Grid) -> _Buses:
+def _unknowns(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
+    """The buses whose angle (every non-swing bus) and magnitude (PQ buses, and PV buses
+    without a generator) Newton iterates."""
     kinds = np.asarray(grid.bus_kind)
     if np.count_nonzero(kinds == SWING) != 1:
         raise ValueError(f"{grid.name}: the power flow needs exactly one swing bus")
     has_gen = np.zeros(grid.n_bus, dtype=bool)
     has_gen[grid.gen_bus] = True
     pq = (kinds == PQ) | ((kinds == PV) & ~has_gen)
-    return _Buses(np.flatnonzero(kinds != SWING), np.flatnonzero(pq))
+    return np.flatnonzero(kinds != SWING), np.flatnonzero(pq)
 
 
 def solve_power_flow(grid: Grid, tolerance: float = TOLERANCE) -> Grid:
@@ -62,16 +54,15 @@ def solve_power_flow(grid: Grid, tolerance: float = TOLERANCE) -> Grid:
     P + jQ, and ``info`` keys ``power_flow_iterations``, ``power_flow_mismatch`` and
     ``q_violations``); raises ``PowerFlowError`` if Newton does not converge."""
     y = admittance_matrix(grid).tocsc()
-    unknown = _buses(grid)
+    ang, mag = _unknowns(grid)
     s_gen = per_bus(grid, grid.gen_bus, grid.gen_s)
     s_gen[grid.swing] = 0.0
     s_gen[grid.bus_kind == PV] = s_gen[grid.bus_kind == PV].real
     held = ~np.isnan(grid.v_set)
     vm = np.where(held, grid.v_set, np.abs(grid.voltage)).astype(np.float64)
-    vm[unknown.magnitude] = np.abs(grid.voltage[unknown.magnitude])
+    vm[mag] = np.abs(grid.voltage[mag])
     va = np.angle(grid.voltage).astype(np.float64)
     d_load = per_bus(grid, grid.load_bus, grid.load_i), per_bus(grid, grid.load_bus, grid.load_y)
-    ang, mag = unknown.angle, unknown.magnitude
     worst = np.inf
     for iteration in range(MAX_ITERATIONS + 1):
         v = vm * np.exp(1j * va)
