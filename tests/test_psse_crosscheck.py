@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 
 from models.devices import ESDC2A, EXDC2, IEEEST, MODELS
+from models.devices import esac1a as esac1a_module
 from models.devices.base import DeviceModel, lag, lead_lag, non_windup, saturation
 from models.devices.esdc2a import NO_LIMIT
+from models.devices.esst3a import _fex as esst3a_fex
+from models.devices.exac1 import ac_vfe
 from models.devices.exdc2 import _init as exdc2_init
 from models.psse.case import build_psse_case
 from models.psse.dyr import parse_dyr
@@ -20,7 +23,8 @@ from models.psse.raw import parse_raw
 from tests.psse_crosscheck import DATA, EVENTS, KINDS, deviations, metadata, spread, system
 
 ANDES_DEPARTS = {"kundur_full": "EXDC2", "ieee39_repaired": "IEEEST",
-                 "wecc_full": "ESDC2A, IEEEG1", "ieee14_hygov": "HYGOV"}  # fmt: skip
+                 "wecc_full": "ESDC2A, IEEEG1", "ieee14_exac1": "EXAC1",
+                 "ieee14_esac1a": "ESAC1A", "ieee14_hygov": "HYGOV"}  # fmt: skip
 """Cases whose models ANDES 2.0.0 writes differently from PSS/E's block diagram: compared within
 ANDES's spread only with that departure given to ours (``andes_exdc2``, ``andes_ieeest``,
 ``andes_esdc2a`` with ``andes_ieeeg1_rates``, ``andes_hygov``); see ``docs/models.md``."""
@@ -272,3 +276,76 @@ def test_ieee14_hygov_matches_andes_given_its_governor_limits(event: str, monkey
     assert found["succeeded"] == 1.0
     for kind in KINDS:
         assert found[kind] <= allowed[kind], (kind, found[kind], allowed[kind])
+
+
+def with_values(dyr: str, model: str, **values: float) -> str:
+    """``dyr`` with the named values of every ``model`` record replaced (the cross-check's
+    readings of ANDES; every other value unchanged)."""
+    names = MODELS[model].params
+    out = []
+    for rec in dyr.split("/"):
+        fields = rec.split()
+        if len(fields) > 3 and fields[1].strip("'") == model:
+            given = dict(zip(names, fields[3:], strict=True))
+            given.update({k: repr(float(v)) for k, v in values.items()})
+            rec = "\n" + " ".join(fields[:3] + [given[n] for n in names]) + " "
+        out.append(rec)
+    return "/".join(out)
+
+
+def _andes_reading(case: str, event: str, model: str, patch=None, **values: float):
+    """(found with PSS/E's model, found with ANDES's reading, allowed) for one event; ``patch()``
+    is called between the two runs (after the PSS/E run is traced)."""
+    spec = metadata()["cases"][case]
+    raw, dyr = (DATA / spec["raw"]).read_text(), (DATA / spec["dyr"]).read_text()
+    allowed = spread()[f"{case}_{event}"]
+    found = deviations(case, event, "radau", **RADAU)
+    assert found["succeeded"] == 1.0
+    if patch is not None:
+        patch()
+    changed = with_values(dyr, model, **values)
+    assert changed != dyr
+    built = build_psse_case(raw, changed, case, raw_file=spec["raw"], dyr_file=spec["dyr"])
+    assert built.info["init_max_abs_f"] <= 1e-8 and built.info["init_max_abs_g"] <= 1e-8
+    andes = deviations(case, event, "radau", built=built, **RADAU)
+    assert andes["succeeded"] == 1.0
+    return found, andes, allowed
+
+
+@pytest.mark.parametrize(("event", "departs"), [("fault", False), ("line", True), ("gen", True)])
+def test_ieee14_exac1_matches_andes_given_its_transducer_reading(event: str, departs: bool) -> None:
+    """ieee14_exac1 (EXAC1 on machine 8, TR = 0.01 s): ANDES 2.0.0's EXAC1 compares Vref with the
+    bus voltage, its transducer lag unused. With PSS/E's TR ours departs from ANDES in the line
+    trip (bus voltage, 1.4 times ANDES's spread) and the generator trip (angle, 1.8 times) and
+    lies within the spread in the fault; given TR = 0 all three lie within it."""
+    found, andes, allowed = _andes_reading("ieee14_exac1", event, "EXAC1", TR=0.0)
+    assert (max(found[k] / allowed[k] for k in KINDS) > 1.0) == departs, (found, allowed)
+    for kind in KINDS:
+        assert andes[kind] <= allowed[kind], (kind, andes[kind], allowed[kind])
+
+
+@pytest.mark.parametrize("event", EVENTS)
+def test_ieee14_esac1a_matches_andes_given_its_three_departures(event: str, monkeypatch) -> None:
+    """ieee14_esac1a (ESAC1A on machine 8, ANDES's defaults: KF 0.1, VRMAX/VRMIN +-7.3): ANDES
+    2.0.0's ESAC1A has no rate feedback, no VRMAX/VRMIN, and no lower limit on VE (its FEX is 1
+    for IN <= 0). With PSS/E's block diagram ours departs by 15 to 220 times ANDES's spread in
+    every event; given the three (KF = 0, VRMAX/VRMIN = +-999, VE free below 0 with FEX(IN <= 0)
+    = 1, for the test only) all three events lie within it."""
+
+    def free_exciter(vr, ve, ifd, p):
+        vfe = ac_vfe(ve, ifd, p)
+        return (vr - vfe) / p["TE"], vfe
+
+    def negative_passes(ve, ifd, p):
+        i_n = p["KC"] * ifd / jnp.where(ve > 0, ve, 1.0)
+        return ve * jnp.where(ve > 0, esst3a_fex(i_n), 1.0)
+
+    def patch() -> None:
+        monkeypatch.setattr(esac1a_module, "ac_exciter_derivative", free_exciter)
+        monkeypatch.setattr(esac1a_module, "ac_output", negative_passes)
+
+    found, andes, allowed = _andes_reading("ieee14_esac1a", event, "ESAC1A", patch, KF=0.0,
+                                           VRMAX=999.0, VRMIN=-999.0)  # fmt: skip
+    assert min(found[k] / allowed[k] for k in KINDS) > 10.0, (found, allowed)
+    for kind in KINDS:
+        assert andes[kind] <= allowed[kind], (kind, andes[kind], allowed[kind])

@@ -18,8 +18,10 @@ and the output limits VRMIN .. VRMAX after the (absent) UEL / OEL gates:
 Initialization as EXAC1's with VA = VR = VFE0 (within VAMIN .. VAMAX and VRMIN .. VRMAX).
 
 Departures of ANDES 2.0.0's ESAC1A (the cross-check's reference) from this block diagram: it has
-no rate feedback (its VF is computed and not subtracted from the voltage error) and no VRMAX /
-VRMIN (its VR is VA as the gates leave it), and VE has no lower limit.
+no rate feedback (its VF is computed and not subtracted from the voltage error), no VRMAX /
+VRMIN (its VR is VA as the gates leave it), and VE has no lower limit (its FEX is 1 for IN <= 0,
+so a negative VE passes to Efd); given all three, ours lies within ANDES's step-size spread in
+the IEEE 14 events (``tests/test_psse_crosscheck.py``, ``docs/models.md``).
 """
 
 from __future__ import annotations
