@@ -142,6 +142,7 @@ def store_case(  # noqa: ANN201
             summary=summary,
             owner=owner,
             created_at=utcnow(),
+            shared=False,
         )
         session.add(row)
         session.flush()

@@ -127,6 +127,12 @@ class Settings(BaseSettings):
         120.0, gt=0, description="writes per minute allowed to one token owner (429 beyond)"
     )
     write_burst: int = Field(60, ge=1, description="writes one owner may make at once")
+    auth_failures_per_minute: float = Field(
+        10.0, gt=0, description="failed authentications per minute allowed to one client (429)"
+    )
+    auth_failure_burst: int = Field(
+        10, ge=1, description="failed authentications one client may make at once"
+    )
     db_retry_seconds: float = Field(
         120.0, ge=0, description="s; how long a worker retries a write while the database is down"
     )

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -116,7 +117,9 @@ class ApiToken(Base):
 
 
 class CaseFile(Base):
-    """An uploaded, validated case file (MATPOWER text or pandapower JSON), kept verbatim."""
+    """An uploaded, validated case file (MATPOWER text or pandapower JSON), kept verbatim. It
+    belongs to its uploader; ``shared`` (set by an admin, 0011) lets every token read it and run
+    campaigns on it (``api.access``)."""
 
     __tablename__ = "cases"
 
@@ -129,6 +132,7 @@ class CaseFile(Base):
     summary: Mapped[dict[str, Any]] = mapped_column(JSON)
     owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class ScenarioRow(Base):

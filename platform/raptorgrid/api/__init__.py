@@ -47,6 +47,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.write_limiter = WriteRateLimiter(
         per_minute=settings.write_rate_per_minute, burst=settings.write_burst
     )
+    app.state.auth_failures = WriteRateLimiter(
+        per_minute=settings.auth_failures_per_minute, burst=settings.auth_failure_burst
+    )
     app.state.celery = create_celery(settings)
     errors.install(app)
     app.add_middleware(

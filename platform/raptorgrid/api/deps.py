@@ -1,7 +1,9 @@
-"""Typed dependencies: the settings, a read session, the enqueuer, and the caller (API token)."""
+"""Typed dependencies: the settings, a read session, the enqueuer, the caller of a write
+(``PrincipalDep``) and of a read (``ReaderDep``, ``api.access``)."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator
 from typing import Annotated
@@ -11,10 +13,13 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from raptorgrid.api.access import Reader
 from raptorgrid.auth import Principal, verify_token
 from raptorgrid.db import Database
 from raptorgrid.repository.stats_cache import StatsCache
 from raptorgrid.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -54,30 +59,51 @@ def _unauthorized(message: str) -> HTTPException:
     )
 
 
-def _principal(
-    db: Database, settings: Settings, credentials: HTTPAuthorizationCredentials | None
-) -> Principal:
+def _client(request: Request) -> str:
+    """The client address failed authentications are counted by (uvicorn's, which honours
+    ``X-Forwarded-For`` only from its ``--forwarded-allow-ips``)."""
+    return request.client.host if request.client else "unknown"
+
+
+def _principal(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+    """The token's principal: 401 when missing or not valid; 429 (``Retry-After``) while the
+    client is past its rate of failed authentications (``auth_failure_burst``), whatever
+    token it sends."""
+    settings: Settings = request.app.state.settings
     if credentials is None:
         raise _unauthorized("missing API token: send 'Authorization: Bearer <token>'")
+    client, failures = _client(request), request.app.state.auth_failures
+    wait = failures.wait(client)
+    if wait > 0:
+        raise HTTPException(
+            status_code=429,
+            detail="too many failed authentications from this client: at most "
+            f"{settings.auth_failures_per_minute:g} per minute "
+            f"(bursts of {settings.auth_failure_burst}); retry later",
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
     bootstrap = settings.admin_token.get_secret_value() if settings.admin_token else None
+    db: Database = request.app.state.db
     with db.read() as session:
         principal = verify_token(
             session=session, token=credentials.credentials, bootstrap=bootstrap
         )
     if principal is None:
+        failures.take(client)
+        log.warning("failed authentication from %s (%s %s)", client, request.method,
+                    request.url.path)  # fmt: skip
         raise _unauthorized("invalid or revoked API token")
     return principal
 
 
 def get_principal(
     request: Request,
-    db: Annotated[Database, Depends(get_db)],
     settings: Annotated[Settings, Depends(get_settings_dep)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     """The caller of a write endpoint: 401 without a valid token, 429 (``Retry-After``) past
-    its owner's write rate (``api.ratelimit``)."""
-    principal = _principal(db, settings, credentials)
+    its owner's write rate (``api.ratelimit``) or its client's rate of failed authentications."""
+    principal = _principal(request, credentials)
     wait = request.app.state.write_limiter.take(principal.owner)
     if wait > 0:
         raise HTTPException(
@@ -89,14 +115,18 @@ def get_principal(
     return principal
 
 
-def read_access(
+def get_reader(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
-    """Reads are open unless ``read_requires_token`` is set; then any valid token may read."""
+) -> Reader:
+    """The caller of a read endpoint (``api.access``). With ``read_requires_token`` a valid
+    token is needed and reads are limited to the token's owner (an admin reads everything);
+    else reads are public, and a token, when sent, is checked and identifies its owner (who
+    then sees their own campaigns whole; an admin sees tracebacks and workers)."""
     settings: Settings = request.app.state.settings
-    if settings.read_requires_token:
-        _principal(request.app.state.db, settings, credentials)
+    if settings.read_requires_token or credentials is not None:
+        return Reader(_principal(request, credentials), isolated=settings.read_requires_token)
+    return Reader(None, isolated=False)
 
 
 def require_owner(principal: Principal, owner: str | None, what: str) -> None:
@@ -108,7 +138,10 @@ def require_owner(principal: Principal, owner: str | None, what: str) -> None:
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
-ReadAccess = Depends(read_access)
+ReaderDep = Annotated[Reader, Depends(get_reader)]
+ReadAccess = Depends(get_reader)
+"""A router's dependency: the reader is resolved (401/429) once per request, also for the
+routes that take it as ``ReaderDep``."""
 
 
 MAX_ID = 2**31 - 1

@@ -54,14 +54,21 @@ class CampaignPublic(_FromRow):
     counts: dict[RunStatus, int]
     done: int
     progress: float
-    spec: dict[str, Any]
+    spec: dict[str, Any] | None
+    """The submitted spec: for the campaign's owner and admins only (else null)."""
     owner: str | None = None
+    """For the campaign's owner and admins only (else null)."""
 
     @classmethod
-    def from_row(cls, campaign: Campaign, counts: dict[str, int]) -> CampaignPublic:
-        """The campaign row with its run counts by status and its progress."""
+    def from_row(
+        cls, campaign: Campaign, counts: dict[str, int], *, private: bool = True
+    ) -> CampaignPublic:
+        """The campaign row with its run counts by status and its progress; without its owner
+        and spec unless ``private`` (the reader owns it or is an admin)."""
         done = campaign.n_succeeded + campaign.n_failed + campaign.n_cancelled
         fields = {k: getattr(campaign, k) for k in cls.model_fields if hasattr(campaign, k)}
+        if not private:
+            fields.update(spec=None, owner=None)
         return cls.model_validate(
             {
                 **fields,
@@ -118,6 +125,7 @@ class RunPublic(_FromRow):
     message: str
     attempts: int
     worker: str | None
+    """host:pid of the worker's last attempt: for admins only (else null)."""
     zarr_group: str | None
     sim_time: float | None = None
     created_at: datetime
@@ -126,6 +134,7 @@ class RunPublic(_FromRow):
     metrics: RunMetricsPublic | None = None
     scenario: ScenarioPublic | None = None
     traceback: str | None = None
+    """The traceback of an internal error: for admins only (else null)."""
 
 
 class RunsPublic(BaseModel):

@@ -237,13 +237,17 @@ def cancel_campaign(*, session: Session, campaign_id: int, now: datetime) -> boo
 
 
 def list_campaigns(
-    *, session: Session, limit: int, offset: int
+    *, session: Session, limit: int, offset: int, owner: str | None = None
 ) -> tuple[list[dict[str, Any]], int]:
     """One page of campaigns, newest first, with their progress (done / runs), outcome counts
-    and running runs; and the number of campaigns."""
-    total = session.execute(select(func.count(Campaign.id))).scalar_one()
+    and running runs; and the number of campaigns. With ``owner``, that owner's only (filtered
+    and counted in SQL)."""
+    mine = () if owner is None else (Campaign.owner == owner,)
+    total = session.execute(select(func.count(Campaign.id)).where(*mine)).scalar_one()
     rows = list(
-        session.scalars(select(Campaign).order_by(Campaign.id.desc()).limit(limit).offset(offset))
+        session.scalars(
+            select(Campaign).where(*mine).order_by(Campaign.id.desc()).limit(limit).offset(offset)
+        )
     )
     running = _running_counts(session, [c.id for c in rows])
     page = []

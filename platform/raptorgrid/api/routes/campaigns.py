@@ -2,7 +2,9 @@
 (per-method statistics: ``routes/stats.py``).
 
 Submitting, cancelling and deleting need an API token; a campaign belongs to its submitter and
-only its owner (or an admin) may cancel or delete it. Reads follow ``read_requires_token``.
+only its owner (or an admin) may cancel or delete it; it runs on a library network or on an
+uploaded case of its owner's or a shared one. Reads follow ``read_requires_token`` and are
+limited to the owner when it is set (``api.access``).
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import SkipValidation, ValidationError
 
 from raptorgrid import repository as repo
+from raptorgrid.api.access import check_case_use, visible_campaign
 from raptorgrid.api.deps import (
     CeleryDep,
     DatabaseDep,
     PrincipalDep,
     ReadAccess,
+    ReaderDep,
     SessionDep,
     SettingsDep,
     require_owner,
@@ -96,6 +100,8 @@ def create_campaign(
     loop (``SkipValidation``): this sync route validates it in its worker thread, where the
     methods and configurations are counted before any is checked (``spec.MAX_METHODS``)."""
     spec = validated_spec(body)
+    with db.read() as session:
+        check_case_use(session=session, principal=principal, network=spec.network)
     raw: dict[str, Any] = spec.model_dump(mode="json", exclude_unset=True)
     try:
         submitted = submit_campaign(
@@ -117,12 +123,13 @@ def create_campaign(
 
 
 @router.get("/{campaign_id}", response_model=CampaignPublic)
-def read_campaign(campaign_id: int, session: SessionDep) -> CampaignPublic:
-    campaign = repo.get_campaign(session=session, campaign_id=campaign_id)
-    if campaign is None:
-        raise not_found("campaign", campaign_id)
+def read_campaign(campaign_id: int, session: SessionDep, reader: ReaderDep) -> CampaignPublic:
+    """The campaign with its progress; its owner and spec only for the owner and admins."""
+    campaign = visible_campaign(session=session, reader=reader, campaign_id=campaign_id)
     return CampaignPublic.from_row(
-        campaign, repo.run_counts(session=session, campaign_id=campaign_id)
+        campaign,
+        repo.run_counts(session=session, campaign_id=campaign_id),
+        private=reader.owns(campaign.owner),
     )
 
 
@@ -130,13 +137,13 @@ def read_campaign(campaign_id: int, session: SessionDep) -> CampaignPublic:
 def read_campaign_runs(
     campaign_id: int,
     session: SessionDep,
+    reader: ReaderDep,
     status: RunStatus | None = None,
     method: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> RunsPublic:
-    if repo.get_campaign(session=session, campaign_id=campaign_id) is None:
-        raise not_found("campaign", campaign_id)
+    visible_campaign(session=session, reader=reader, campaign_id=campaign_id)
     rows, total = repo.list_runs(
         session=session,
         campaign_id=campaign_id,
@@ -145,7 +152,7 @@ def read_campaign_runs(
         limit=limit,
         offset=offset,
     )
-    data = [run_public(run, metrics) for run, metrics in rows]
+    data = [run_public(run, metrics, reader=reader) for run, metrics in rows]
     return RunsPublic(data=data, count=total, limit=limit, offset=offset)
 
 

@@ -1,7 +1,11 @@
 """/cases: upload a case file (MATPOWER ``.m``, pandapower JSON, or a PSS/E ``.raw`` + ``.dyr``
 pair as JSON) as the raw request body, validated as data (``raptorgrid.cases``) and stored with
 its summary. A stored PSS/E case is a network of campaigns: ``network: case:<id>``
-(``raptorgrid.case_store``)."""
+(``raptorgrid.case_store``).
+
+A case belongs to its uploader: it is read by its owner (by anyone when reads are public) and
+used by its owner's campaigns, until an admin shares it (``POST /cases/{id}/share``); then every
+token may read it and run campaigns on it (``api.access``)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,15 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
-from raptorgrid.api.deps import DatabaseDep, PrincipalDep, ReadAccess, SessionDep, SettingsDep
+from raptorgrid.api.access import visible_case
+from raptorgrid.api.deps import (
+    DatabaseDep,
+    PrincipalDep,
+    ReadAccess,
+    ReaderDep,
+    SessionDep,
+    SettingsDep,
+)
 from raptorgrid.api.errors import not_found
 from raptorgrid.bounded import Budget, BudgetExceeded, run_bounded
 from raptorgrid.case_store import case_network, store_case
@@ -35,15 +47,22 @@ class CasePublic(BaseModel):
     size_bytes: int
     summary: dict[str, Any]
     owner: str | None
+    """For the case's owner and admins only (else null)."""
+    shared: bool
+    """Every token may read it and run campaigns on it (an admin shares a case)."""
     created_at: datetime
     network: str | None = None
     """The campaign network name of a PSS/E case (``case:<id>``); None for other formats."""
 
     @classmethod
-    def of(cls, row: CaseFile) -> CasePublic:
+    def of(cls, row: CaseFile, *, private: bool = True) -> CasePublic:
+        """The case row; without its owner unless ``private`` (the reader owns it or is an
+        admin)."""
         public = cls.model_validate(row)
         if row.format == CaseFormat.PSSE:
             public.network = case_network(row.id)
+        if not private:
+            public.owner = None
         return public
 
 
@@ -139,8 +158,35 @@ async def upload_case(
 
 
 @router.get("/{case_id}", response_model=CasePublic)
-def read_case(case_id: int, session: SessionDep) -> CasePublic:
-    row = session.get(CaseFile, case_id)
-    if row is None:
-        raise not_found("case", case_id)
-    return CasePublic.of(row)
+def read_case(case_id: int, session: SessionDep, reader: ReaderDep) -> CasePublic:
+    row = visible_case(session=session, reader=reader, case_id=case_id)
+    return CasePublic.of(row, private=reader.owns(row.owner))
+
+
+@router.post(
+    "/{case_id}/share",
+    response_model=CasePublic,
+    responses={
+        401: {"description": "missing or invalid API token"},
+        403: {"description": "only an admin shares or unshares a case"},
+    },
+)
+def share_case(
+    case_id: int,
+    db: DatabaseDep,
+    principal: PrincipalDep,
+    shared: Annotated[bool, Query(description="false makes the case its owner's again")] = True,
+) -> CasePublic:
+    """Share an uploaded case with every token (admins only), or unshare it. Campaigns already
+    submitted on it are not affected."""
+    if not principal.is_admin:
+        raise HTTPException(
+            status_code=403, detail=f"case {case_id}: only an admin shares or unshares a case"
+        )
+    with db.write() as session:
+        row = session.get(CaseFile, case_id)
+        if row is None:
+            raise not_found("case", case_id)
+        row.shared = shared
+        session.flush()
+        return CasePublic.of(row)

@@ -1,12 +1,12 @@
-"""/runs/{id}: one run with its scenario, metrics and (for failures) reason and advice."""
+"""/runs/{id}: one run with its scenario, metrics and (for failures) reason and advice; its worker,
+traceback and the server paths of its message for admins only (``api.access``)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from raptorgrid import repository as repo
-from raptorgrid.api.deps import ReadAccess, SessionDep
-from raptorgrid.api.errors import not_found
+from raptorgrid.api.access import Reader, visible_run
+from raptorgrid.api.deps import ReadAccess, ReaderDep, SessionDep
 from raptorgrid.api.schemas import RunMetricsPublic, RunPublic, ScenarioPublic
 from raptorgrid.tables import Run, RunMetrics, ScenarioRow
 from solvers.status import FailureReason
@@ -19,23 +19,24 @@ def run_public(
     metrics: RunMetrics | None,
     scenario: ScenarioRow | None = None,
     *,
-    with_traceback: bool = False,
+    reader: Reader,
 ) -> RunPublic:
+    """The run as ``reader`` may see it: worker and traceback for admins only, and the message
+    without server paths for everyone else (the row keeps them)."""
     public = RunPublic.model_validate(run)
     return public.model_copy(
         update={
             "advice": FailureReason(run.reason).advice if run.reason else None,
             "metrics": RunMetricsPublic.model_validate(metrics) if metrics else None,
             "scenario": ScenarioPublic.model_validate(scenario) if scenario else None,
-            "traceback": run.traceback if with_traceback else None,
+            "message": reader.message(run.message),
+            "worker": run.worker if reader.is_admin else None,
+            "traceback": run.traceback if reader.is_admin else None,
         }
     )
 
 
 @router.get("/{run_id}", response_model=RunPublic)
-def read_run(run_id: int, session: SessionDep) -> RunPublic:
-    found = repo.get_run(session=session, run_id=run_id)
-    if found is None:
-        raise not_found("run", run_id)
-    run, scenario, metrics = found
-    return run_public(run, metrics, scenario, with_traceback=True)
+def read_run(run_id: int, session: SessionDep, reader: ReaderDep) -> RunPublic:
+    run, scenario, metrics = visible_run(session=session, reader=reader, run_id=run_id)
+    return run_public(run, metrics, scenario, reader=reader)

@@ -3,7 +3,8 @@ the Pareto front, the contingency ranking and failures; all from SQL aggregates 
 repository (``raptorgrid.repository.stats``), filterable and paginated, with typed responses
 (``api.schemas``). The per-configuration statistics behind ``/stats``, ``/stats/table1`` and
 ``/stats/pareto`` come through the app's ``StatsCache``, exact because keyed by the campaign's
-``stats_version``. Runtime is solve time everywhere (docs/results.md)."""
+``stats_version``. Runtime is solve time everywhere (docs/results.md). Which campaigns a reader
+sees, and the server paths of failure messages, follow ``api.access``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from fastapi import APIRouter, HTTPException, Query
 from sqlalchemy.orm import Session
 
 from raptorgrid import repository as repo
-from raptorgrid.api.deps import ReadAccess, SessionDep, StatsCacheDep
-from raptorgrid.api.errors import not_found
+from raptorgrid.api.access import Reader, visible_campaign
+from raptorgrid.api.deps import ReadAccess, ReaderDep, SessionDep, StatsCacheDep
 from raptorgrid.api.schemas import (
     CampaignList,
     CampaignStats,
@@ -47,17 +48,19 @@ Subject = Annotated[
 ]
 
 
-def _campaign(session: Session, campaign_id: int) -> Campaign:
-    campaign = repo.get_campaign(session=session, campaign_id=campaign_id)
-    if campaign is None:
-        raise not_found("campaign", campaign_id)
-    return campaign
+def _campaign(session: Session, reader: Reader, campaign_id: int) -> Campaign:
+    return visible_campaign(session=session, reader=reader, campaign_id=campaign_id)
 
 
 @router.get("/campaigns", response_model=CampaignList)
-def list_campaigns(session: SessionDep, limit: Limit = 50, offset: Offset = 0) -> CampaignList:
-    """Campaigns, newest first, with their progress (done / runs) and outcome counts."""
-    data, total = repo.list_campaigns(session=session, limit=limit, offset=offset)
+def list_campaigns(
+    session: SessionDep, reader: ReaderDep, limit: Limit = 50, offset: Offset = 0
+) -> CampaignList:
+    """Campaigns, newest first, with their progress (done / runs) and outcome counts: the
+    reader's own when reads are isolated (``read_requires_token``; an admin's: all)."""
+    data, total = repo.list_campaigns(
+        session=session, limit=limit, offset=offset, owner=reader.scope
+    )
     return CampaignList(data=data, count=total, limit=limit, offset=offset)
 
 
@@ -65,6 +68,7 @@ def list_campaigns(session: SessionDep, limit: Limit = 50, offset: Offset = 0) -
 def read_stats(
     campaign_id: int,
     session: SessionDep,
+    reader: ReaderDep,
     cache: StatsCacheDep,
     kind: Kind = None,
     method: str | None = None,
@@ -76,7 +80,7 @@ def read_stats(
     """Per method configuration: runs, success rate, median/p95 runtime (solve time), mean
     compile and overhead seconds, accepted advances (mean/min/max), rejections, Newton
     iterations and errors against the reference."""
-    campaign = _campaign(session, campaign_id)
+    campaign = _campaign(session, reader, campaign_id)
     filters = stats.Filters(kind, method, status.value if status else None, include_reference)
     rows = cache.config_stats(session=session, campaign=campaign, filters=filters)
     return CampaignStats(
@@ -90,9 +94,9 @@ def read_stats(
 
 
 def _all_configs(
-    session: Session, cache: StatsCache, campaign_id: int, kind: str | None
+    session: Session, reader: Reader, cache: StatsCache, campaign_id: int, kind: str | None
 ) -> list[stats.ConfigStats]:
-    campaign = _campaign(session, campaign_id)
+    campaign = _campaign(session, reader, campaign_id)
     return cache.config_stats(session=session, campaign=campaign, filters=stats.Filters(kind=kind))
 
 
@@ -100,13 +104,14 @@ def _all_configs(
 def read_table_one(
     campaign_id: int,
     session: SessionDep,
+    reader: ReaderDep,
     cache: StatsCacheDep,
     kind: Kind = None,
     subject: Subject = None,
 ) -> TableOne:
     """The paper's Table I: per other method its fastest accuracy-qualified configuration and
     the subject's (default RAPTOR's) speedup over it."""
-    configs = _all_configs(session, cache, campaign_id, kind)
+    configs = _all_configs(session, reader, cache, campaign_id, kind)
     methods = sorted({c.method for c in configs if not c.is_reference})
     if subject is not None and subject not in methods:
         raise HTTPException(
@@ -125,10 +130,14 @@ def read_table_one(
 
 @router.get("/campaigns/{campaign_id}/stats/pareto", response_model=Pareto)
 def read_pareto(
-    campaign_id: int, session: SessionDep, cache: StatsCacheDep, kind: Kind = None
+    campaign_id: int,
+    session: SessionDep,
+    reader: ReaderDep,
+    cache: StatsCacheDep,
+    kind: Kind = None,
 ) -> Pareto:
     """Accuracy-runtime points of every scored configuration and which are on the front."""
-    points = stats.pareto_front(_all_configs(session, cache, campaign_id, kind))
+    points = stats.pareto_front(_all_configs(session, reader, cache, campaign_id, kind))
     return Pareto(campaign_id=campaign_id, basis=stats.RUNTIME_BASIS, points=points)
 
 
@@ -136,12 +145,13 @@ def read_pareto(
 def read_ranking(
     campaign_id: int,
     session: SessionDep,
+    reader: ReaderDep,
     kind: Kind = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Ranking:
     """Scenarios ranked by severity (worst first) with their stability indicators."""
-    _campaign(session, campaign_id)
+    _campaign(session, reader, campaign_id)
     data, total = stats.contingency_ranking(
         session=session, campaign_id=campaign_id, kind=kind, limit=limit, offset=offset
     )
@@ -150,21 +160,22 @@ def read_ranking(
 
 @router.get("/campaigns/{campaign_id}/stats/failures", response_model=Failures)
 def read_failures(
-    campaign_id: int, session: SessionDep, limit: Limit = 100, offset: Offset = 0
+    campaign_id: int, session: SessionDep, reader: ReaderDep, limit: Limit = 100, offset: Offset = 0
 ) -> Failures:
-    """Failed runs with their reason and message."""
-    _campaign(session, campaign_id)
+    """Failed runs with their reason and message (server paths for admins only)."""
+    _campaign(session, reader, campaign_id)
     data, total = stats.failures(
         session=session, campaign_id=campaign_id, limit=limit, offset=offset
     )
+    data = [{**row, "message": reader.message(row["message"])} for row in data]
     return Failures(campaign_id=campaign_id, data=data, count=total, limit=limit, offset=offset)
 
 
 @router.get("/campaigns/{campaign_id}/cct", response_model=CctTable)
-def read_cct(campaign_id: int, session: SessionDep) -> CctTable:
+def read_cct(campaign_id: int, session: SessionDep, reader: ReaderDep) -> CctTable:
     """A CCT campaign's searches, shortest critical clearing time first, with the probes'
     cost; 422 for a campaign that is not one."""
-    campaign = _campaign(session, campaign_id)
+    campaign = _campaign(session, reader, campaign_id)
     if not (campaign.spec or {}).get("cct"):
         raise HTTPException(
             status_code=422,
@@ -182,5 +193,8 @@ def read_cct(campaign_id: int, session: SessionDep) -> CctTable:
         resolution_s=search.resolution,
         max_clearing_s=search.max_clearing,
         criterion=STABILITY_CRITERION,
-        data=cct_table(session=session, campaign_id=campaign_id),
+        data=[
+            {**row, "message": reader.message(row["message"])}
+            for row in cct_table(session=session, campaign_id=campaign_id)
+        ],
     )

@@ -17,10 +17,9 @@ from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from raptorgrid import repository as repo
 from raptorgrid import variables
-from raptorgrid.api.deps import ReadAccess, SessionDep, SettingsDep
-from raptorgrid.api.errors import not_found
+from raptorgrid.api.access import Reader, visible_run
+from raptorgrid.api.deps import ReadAccess, ReaderDep, SessionDep, SettingsDep
 from raptorgrid.tables import Run
 from raptorgrid.zarr_store import open_run
 from solvers.status import RunStatus
@@ -107,9 +106,11 @@ class RunVariables(BaseModel):
 
 
 @router.get("/{run_id}/variables", response_model=RunVariables)
-def read_run_variables(run_id: int, session: SessionDep, settings: SettingsDep) -> RunVariables:
+def read_run_variables(
+    run_id: int, session: SessionDep, reader: ReaderDep, settings: SettingsDep
+) -> RunVariables:
     """The run's variable names (states, algebraic variables, outputs) with their units."""
-    run, _ = _stored_run(session, run_id)
+    run, _ = _stored_run(session, reader, run_id)
     ds = open_run(settings.zarr_root, run.campaign_id, run_id)
     return RunVariables(
         run_id=run_id,
@@ -122,12 +123,10 @@ def read_run_variables(run_id: int, session: SessionDep, settings: SettingsDep) 
     )
 
 
-def _stored_run(session: Any, run_id: int) -> tuple[Run, Any]:
-    """The run and its scenario; 404 when there is no such run, 409 when it has no data."""
-    found = repo.get_run(session=session, run_id=run_id)
-    if found is None:
-        raise not_found("run", run_id)
-    run, scenario, _ = found
+def _stored_run(session: Any, reader: Reader, run_id: int) -> tuple[Run, Any]:
+    """The run and its scenario; 404 when there is no such run or the reader may not see it
+    (``api.access``), 409 when it has no data."""
+    run, scenario, _ = visible_run(session=session, reader=reader, run_id=run_id)
     if run.zarr_group is None:
         raise HTTPException(
             status_code=409, detail=f"run {run_id} has no trajectory ({run.status})"
@@ -139,6 +138,7 @@ def _stored_run(session: Any, run_id: int) -> tuple[Run, Any]:
 def read_run_trajectory(
     run_id: int,
     session: SessionDep,
+    reader: ReaderDep,
     settings: SettingsDep,
     vars: Annotated[list[str], Query(description="names, repeated or comma-separated")],
     t0: float | None = None,
@@ -147,7 +147,7 @@ def read_run_trajectory(
     reference: bool = True,
 ) -> dict[str, Any]:
     """The run's variables by name and, when it exists and succeeded, its reference's."""
-    run, scenario = _stored_run(session, run_id)
+    run, scenario = _stored_run(session, reader, run_id)
     names = _names(vars)
     ref_id = None
     if reference and not run.is_reference:
