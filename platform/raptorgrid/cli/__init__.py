@@ -7,7 +7,7 @@ import logging
 
 import typer
 
-from raptorgrid.cli import campaigns, cases, explore, results, services, tokens
+from raptorgrid.cli import campaigns, cases, check, explore, results, services, tokens
 
 app = typer.Typer(
     name="raptorgrid",
@@ -34,5 +34,6 @@ explore.register(app)
 tokens.register(app)
 results.register(app)
 cases.register(app)
+check.register(app)
 
 __all__ = ["app"]
