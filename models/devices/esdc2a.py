@@ -95,15 +95,20 @@ def _output(xs, vt, p):
     return xs[3]
 
 
-def _readings(values: dict) -> list[str]:
-    """The two data rules of the module docstring, where this record meets them."""
+def dc_rule_readings(values: dict, unit: str = "") -> list[str]:
+    """The KE = 0 and VRMAX = 0 rules of the module docstring (shared by IEEET1), where this
+    record meets them; ``unit`` follows the no-limit value (ESDC2A's VRMAX scales with VT)."""
     out = []
     if values["KE"] == 0:
         out.append("KE = 0 read as PSS/E's self-excited exciter: an effective KE = -SE(Efd0) "
                    "is computed so that VR starts at 0")  # fmt: skip
     if values["VRMAX"] == 0:
-        out.append(f"VRMAX = 0 read as no upper limit ({NO_LIMIT:g} VT)")
+        out.append(f"VRMAX = 0 read as no upper limit ({NO_LIMIT:g}{unit})")
     return out
+
+
+def _readings(values: dict) -> list[str]:
+    return dc_rule_readings(values, " VT")
 
 
 ESDC2A = DeviceModel(

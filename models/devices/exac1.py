@@ -44,6 +44,7 @@ from models.devices.base import (
 )
 from models.devices.esst3a import _fex
 from models.devices.ieeet1 import dc_saturation
+from models.devices.ieeex1 import saturation_problems
 
 PARAMS = ("TR", "TB", "TC", "KA", "TA", "VRMAX", "VRMIN", "TE", "KF", "TF", "KC", "KD", "KE",
           "E1", "SE1", "E2", "SE2")  # fmt: skip
@@ -60,12 +61,7 @@ def ac_problems(p) -> list:
     for k in ("KF", "KC", "KD"):
         out += problems_where(p[k] < 0, k, "must be >= 0")
     out += problems_where(~(p["VRMAX"] > p["VRMIN"]), "VRMAX", "must be > VRMIN")
-    sat = ((p["SE1"] > 0) | (p["SE2"] > 0)) & (p["E1"] != 0) & (p["E2"] != 0)
-    out += problems_where(sat & ~((p["E1"] > 0) & (p["E2"] > p["E1"])), "E2",
-                          "saturation needs 0 < E1 < E2")  # fmt: skip
-    out += problems_where(sat & ~(p["SE2"] * p["E2"] > p["SE1"] * p["E1"]), "SE2",
-                          "needs SE(E2) E2 > SE(E1) E1")  # fmt: skip
-    return out
+    return out + saturation_problems(p)
 
 
 def exciter_voltage(efd, ifd, kc) -> np.ndarray:

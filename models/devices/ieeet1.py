@@ -41,7 +41,8 @@ from models.devices.base import (
     quadratic_through,
     saturation,
 )
-from models.devices.esdc2a import NO_LIMIT
+from models.devices.esdc2a import NO_LIMIT, dc_rule_readings
+from models.devices.ieeex1 import saturation_problems
 
 PARAMS = ("TR", "KA", "TA", "VRMAX", "VRMIN", "KE", "TE", "KF", "TF", "Switch", "E1", "SE1",
           "E2", "SE2")  # fmt: skip
@@ -58,12 +59,7 @@ def _check(p) -> list:
     out += problems_where(p["KF"] < 0, "KF", "must be >= 0")
     out += problems_where(p["Switch"] != 0, "Switch", "must be 0")
     out += problems_where(~(_vrmax(p) > p["VRMIN"]), "VRMAX", "must be > VRMIN (0: no limit)")
-    sat = ((p["SE1"] > 0) | (p["SE2"] > 0)) & (p["E1"] != 0) & (p["E2"] != 0)
-    out += problems_where(sat & ~((p["E1"] > 0) & (p["E2"] > p["E1"])), "E2",
-                          "saturation needs 0 < E1 < E2")  # fmt: skip
-    out += problems_where(sat & ~(p["SE2"] * p["E2"] > p["SE1"] * p["E1"]), "SE2",
-                          "needs SE(E2) E2 > SE(E1) E1")  # fmt: skip
-    return out
+    return out + saturation_problems(p)
 
 
 def dc_saturation(p) -> tuple[np.ndarray, np.ndarray]:
@@ -107,17 +103,6 @@ def _output(xs, vt, p):
     return xs[2]
 
 
-def _readings(values: dict) -> list[str]:
-    """The KE = 0 and VRMAX = 0 rules of the module docstring, where this record meets them."""
-    out = []
-    if values["KE"] == 0:
-        out.append("KE = 0 read as PSS/E's self-excited exciter: an effective KE = -SE(Efd0) "
-                   "is computed so that VR starts at 0")  # fmt: skip
-    if values["VRMAX"] == 0:
-        out.append(f"VRMAX = 0 read as no upper limit ({NO_LIMIT:g})")
-    return out
-
-
 IEEET1 = DeviceModel(
     name="IEEET1",
     role="exciter",
@@ -128,5 +113,5 @@ IEEET1 = DeviceModel(
     init=_init,
     derivatives=_derivatives,
     output=_output,
-    readings=_readings,
+    readings=dc_rule_readings,
 )

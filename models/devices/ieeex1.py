@@ -48,6 +48,17 @@ def _check(p) -> list:
                                 "= 0 (computed at initialization) is not supported")  # fmt: skip
 
 
+def saturation_problems(p) -> list:
+    """The two-point exciter saturation (E1, SE(E1)), (E2, SE(E2)) must rise (none where E1 = 0
+    or E2 = 0, or both SE are 0): the rule every exciter with this data shares."""
+    sat = ((p["SE1"] > 0) | (p["SE2"] > 0)) & (p["E1"] != 0) & (p["E2"] != 0)
+    out = problems_where(sat & ~((p["E1"] > 0) & (p["E2"] > p["E1"])), "E2",
+                         "saturation needs 0 < E1 < E2")  # fmt: skip
+    out += problems_where(sat & ~(p["SE2"] * p["E2"] > p["SE1"] * p["E1"]), "SE2",
+                          "needs SE(E2) E2 > SE(E1) E1")  # fmt: skip
+    return out
+
+
 def dc_exciter_problems(p, vrmax, vrmax_rule: str) -> list:
     """The rules the DC commutator exciters (IEEEX1, EXDC2, ESDC2A: one parameter list) share;
     ``vrmax``: the upper regulator limit as the model reads it."""
@@ -59,12 +70,7 @@ def dc_exciter_problems(p, vrmax, vrmax_rule: str) -> list:
     out += problems_where(p["KF"] < 0, "KF", "must be >= 0")
     out += problems_where(p["Switch"] != 0, "Switch", "must be 0")
     out += problems_where(~(vrmax > p["VRMIN"]), "VRMAX", vrmax_rule)
-    sat = ((p["SE1"] > 0) | (p["SE2"] > 0)) & (p["E1"] != 0) & (p["E2"] != 0)
-    out += problems_where(sat & ~((p["E1"] > 0) & (p["E2"] > p["E1"])), "E2",
-                          "saturation needs 0 < E1 < E2")  # fmt: skip
-    out += problems_where(sat & ~(p["SE2"] * p["E2"] > p["SE1"] * p["E1"]), "SE2",
-                          "needs SE(E2) E2 > SE(E1) E1")  # fmt: skip
-    return out
+    return out + saturation_problems(p)
 
 
 def _make_init(name: str):
