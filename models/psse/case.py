@@ -132,8 +132,14 @@ def load_psse_case(
                     "exciter, substituted or absent; no stabilizing signal)"
                 )
     slots = [
-        GeneratorSlot(s["machine"], s.get("exciter"), s.get("governor"), s.get("stabilizer"),
-                      s.get("electrical"), s.get("plant"))  # fmt: skip
+        GeneratorSlot(
+            s["machine"],
+            s.get("exciter"),
+            s.get("governor"),
+            s.get("stabilizer"),
+            s.get("electrical"),
+            s.get("plant"),
+        )  # fmt: skip
         for s in found
     ]
     grid = replace(
@@ -157,8 +163,12 @@ def load_psse_case(
         },
     )
     models = sorted(
-        {d.model.name for s in slots
-         for d in (s.machine, s.exciter, s.governor, s.stabilizer, s.electrical, s.plant) if d}
+        {
+            d.model.name
+            for s in slots
+            for d in (s.machine, s.exciter, s.governor, s.stabilizer, s.electrical, s.plant)
+            if d
+        }
     )
     description = (
         f"{name}: PSS/E case {raw_file} + {dyr_file}: {grid.n_bus} buses, "
