@@ -81,11 +81,23 @@ class LineFault(_Fault):
     """A three-phase fault on ``branch`` next to its ``end`` (``from`` or ``to``) bus, cleared at
     ``t_clear`` by tripping the branch: the protection opens the line at both ends and the fault
     leaves with it. The close-in fault is modelled at the end bus itself (the usual planning
-    approximation of a fault near a line end: the faulted section's impedance is neglected)."""
+    approximation of a fault near a line end: the faulted section's impedance is neglected).
+
+    Reclosing: with ``reclose`` the breakers close again at that time. A temporary fault has
+    gone by then (the line is back in service); with ``retrip`` the fault was permanent: the
+    line recloses onto it (the fault is back at the same bus) and the protection trips it again,
+    for good, at ``retrip``."""
 
     kind: Literal["line_fault"] = "line_fault"
     branch: str
     end: Literal["from", "to"] = "from"
+    reclose: float | None = Field(None, ge=0.0, le=3600.0)
+    retrip: float | None = Field(None, ge=0.0, le=3600.0)
+
+    @model_validator(mode="after")
+    def _reclosing(self) -> LineFault:
+        check_reclosing(self.t_clear, self.reclose, self.retrip)
+        return self
 
     def events(self, system: DAESystem) -> tuple[Event, ...]:
         k = system.index_of("branch", self.branch)
@@ -98,18 +110,44 @@ class LineFault(_Fault):
         bus = int(ends[0][k] if self.end == "from" else ends[1][k])
         name = system.names["bus"][bus]
         trip = (ParameterChange("branch_status", 0.0, k),)
-        return (
+        close = (ParameterChange("branch_status", 1.0, k),)
+        events = [
             Event(self.t_fault, self.shunt(bus, True), f"fault on {self.branch} at bus {name}"),
             Event(
                 self.t_clear,
                 self.shunt(bus, False) + trip,
                 f"fault on {self.branch} cleared: {self.branch} tripped",
             ),
-        )
+        ]
+        if self.reclose is not None and self.retrip is None:
+            events.append(Event(self.reclose, close, f"{self.branch} reclosed"))
+        elif self.reclose is not None and self.retrip is not None:
+            events += [
+                Event(self.reclose, close + self.shunt(bus, True),
+                      f"{self.branch} reclosed onto the fault at bus {name}"),
+                Event(self.retrip, self.shunt(bus, False) + trip,
+                      f"{self.branch} tripped again (reclose failed)"),
+            ]  # fmt: skip
+        return tuple(events)
+
+    def last_time(self) -> float:
+        return max(t for t in (self.t_clear, self.reclose, self.retrip) if t is not None)
+
+
+def check_reclosing(t_open: float, reclose: float | None, retrip: float | None) -> None:
+    """``t_open < reclose < retrip``, and a ``retrip`` only after a ``reclose``."""
+    if retrip is not None and reclose is None:
+        raise ValueError("retrip needs a reclose time (a line trips again only once reclosed)")
+    if reclose is not None and not reclose > t_open:
+        raise ValueError(f"reclose = {reclose:g} s must be later than the trip ({t_open:g} s)")
+    if retrip is not None and reclose is not None and not retrip > reclose:
+        raise ValueError(f"retrip = {retrip:g} s must be later than reclose ({reclose:g} s)")
 
 
 class BranchTrip(_Disturbance):
-    """Open ``branch`` (both ends) at ``t``: its status parameter goes from 1 to 0.
+    """Open ``branch`` (both ends) at ``t``: its status parameter goes from 1 to 0; with
+    ``reclose`` it closes again then (1), and with ``retrip`` opens once more (a failed reclose:
+    ANDES's ``Toggle`` records, one per switching).
 
     A bus the trip leaves with no branch in service and no machine or bus device (a radial
     line's dead end, a transformer's unloaded side) is de-energized as a planner's tool does:
@@ -122,25 +160,51 @@ class BranchTrip(_Disturbance):
     kind: Literal["branch_trip"] = "branch_trip"
     branch: str
     t: float = Field(0.1, ge=0.0, le=3600.0)
+    reclose: float | None = Field(None, ge=0.0, le=3600.0)
+    retrip: float | None = Field(None, ge=0.0, le=3600.0)
+
+    @model_validator(mode="after")
+    def _reclosing(self) -> BranchTrip:
+        check_reclosing(self.t, self.reclose, self.retrip)
+        return self
 
     def events(self, system: DAESystem) -> tuple[Event, ...]:
         i = system.index_of("branch", self.branch)
-        changes = [ParameterChange("branch_status", 0.0, i)]
         dead = isolated_buses(system, i)
-        loads = system.names.get("load", ())
-        for k in dead:
-            changes.append(ParameterChange("bus_isolated", 1.0, k))
-            bus = system.names["bus"][k]
-            if bus in loads:  # de-energized with its bus (a constant-power part has no v = 0)
-                j = system.index_of("load", bus)
-                changes += [ParameterChange(n, 0.0, j) for n in LOAD_PARAMS if n in system.params]
+        opened = _switching(system, i, dead, closed=False)
         label = f"trip {self.branch}" + "".join(
             f"; {system.names['bus'][k]} de-energized" for k in dead
         )
-        return (Event(self.t, tuple(changes), label),)
+        events = [Event(self.t, opened, label)]
+        if self.reclose is not None:
+            closed = _switching(system, i, dead, closed=True)
+            events.append(Event(self.reclose, closed, f"{self.branch} reclosed"))
+        if self.retrip is not None:
+            events.append(Event(self.retrip, opened, f"{label} again (reclose failed)"))
+        return tuple(events)
 
     def last_time(self) -> float:
-        return self.t
+        return max(t for t in (self.t, self.reclose, self.retrip) if t is not None)
+
+
+def _switching(
+    system: DAESystem, branch: int, dead: list[int], *, closed: bool
+) -> tuple[ParameterChange, ...]:
+    """The changes that open (or close again) ``branch``: its status, and the buses ``dead``
+    it de-energizes with their loads (restored to the system's values when it closes)."""
+    changes = [ParameterChange("branch_status", 1.0 if closed else 0.0, branch)]
+    loads = system.names.get("load", ())
+    for k in dead:
+        changes.append(ParameterChange("bus_isolated", 0.0 if closed else 1.0, k))
+        bus = system.names["bus"][k]
+        if bus in loads:  # de-energized with its bus (a constant-power part has no v = 0)
+            j = system.index_of("load", bus)
+            changes += [
+                ParameterChange(n, float(np.asarray(system.params[n])[j]) if closed else 0.0, j)
+                for n in LOAD_PARAMS
+                if n in system.params
+            ]
+    return tuple(changes)
 
 
 def isolated_buses(system: DAESystem, branch: int) -> list[int]:

@@ -56,14 +56,15 @@ def disturbance(case: str, event: str):
             bus=f"bus{spec['fault_bus']}", t_fault=t, t_clear=meta["t_clear"], r=0.0,
             x=meta["fault_x"],
         )  # fmt: skip
-    if event == "line":
+    if event in ("line", "reclose"):
         f, to, ckt = spec["line"]
         sys_ = system(case)
         names = sys_.names["branch"]
         for name in (f"line_{f}_{to}_{ckt}", f"line_{to}_{f}_{ckt}", f"xf_{f}_{to}_{ckt}",
                      f"xf_{to}_{f}_{ckt}"):  # fmt: skip
-            if name in names:
-                return BranchTrip(branch=name, t=t)
+            if name in names:  # a reclose: ANDES's second toggle of the line, at T_CLEAR
+                reclose = meta["t_clear"] if event == "reclose" else None
+                return BranchTrip(branch=name, t=t, reclose=reclose)
         raise KeyError(f"no branch {f}-{to} ({ckt}) in {case}")
     bus, gid = spec["gen"]
     return GeneratorTrip(generator=f"gen{bus}_{gid}", t=t)

@@ -20,7 +20,16 @@ from models.devices.exdc2 import _init as exdc2_init
 from models.psse.case import build_psse_case
 from models.psse.dyr import parse_dyr
 from models.psse.raw import parse_raw
-from tests.psse_crosscheck import DATA, EVENTS, KINDS, deviations, metadata, spread, system
+from tests.psse_crosscheck import (
+    DATA,
+    EVENTS,
+    KINDS,
+    deviations,
+    metadata,
+    reference,
+    spread,
+    system,
+)
 
 ANDES_DEPARTS = {"kundur_full": "EXDC2", "ieee39_repaired": "IEEEST",
                  "wecc_full": "ESDC2A, IEEEG1", "ieee14_exac1": "EXAC1",
@@ -349,3 +358,21 @@ def test_ieee14_esac1a_matches_andes_given_its_three_departures(event: str, monk
     assert min(found[k] / allowed[k] for k in KINDS) > 10.0, (found, allowed)
     for kind in KINDS:
         assert andes[kind] <= allowed[kind], (kind, andes[kind], allowed[kind])
+
+
+@pytest.mark.parametrize("method", ["radau", "raptor"])
+def test_a_trip_and_reclose_matches_andes_two_toggles(method: str) -> None:
+    """IEEE 14 (GENROU + TGOV1): line 4-5 tripped at 0.5 s and reclosed at 0.6 s
+    (``BranchTrip(reclose=...)``) against ANDES's two ``Toggle`` records on the line, within
+    ANDES's own step-size spread, by Radau and by RAPTOR."""
+    found = deviations("ieee14_genrou", "reclose", method, **RADAU)
+    assert found["succeeded"] == 1.0
+    allowed = spread()["ieee14_genrou_reclose"]
+    for kind in KINDS:
+        assert found[kind] <= allowed[kind], (kind, found[kind], allowed[kind])
+    # the reclose matters: ANDES's trip-only and trip-and-reclose runs differ far beyond it
+    t_r, reclosed = reference("ieee14_genrou", "reclose")
+    t_o, opened = reference("ieee14_genrou", "line")
+    _, i_r, i_o = np.intersect1d(t_r, t_o, return_indices=True)
+    differ = max(float(np.max(np.abs(reclosed[k][i_r] - opened[k][i_o]))) for k in reclosed)
+    assert differ > 10 * max(allowed.values())

@@ -103,6 +103,9 @@ COARSE = {("ieee14_solar", "fault"): 1 / 250}
 1/30 s and 1/60 s runs stop at the clearing ("time step reduced to zero": ESST3A's rectifier
 function meets a negative square root) and its 1/120 s run ends at a wrong point (bus 9 stays at
 0.25 pu after the clearing); its 1/250 s run follows the 1 ms run."""
+RECLOSE_CASES = ("ieee14_genrou",)
+"""Cases with a fourth event, ``reclose``: the line of ``line`` tripped at T_EVENT and reclosed
+at T_CLEAR (ANDES's two ``Toggle`` records on it)."""
 POWER_FLOW_ONLY = ("ieee39.raw", "npcc.raw")
 """Raw files whose solved voltages are stored too (no dynamic reference)."""
 
@@ -205,6 +208,14 @@ def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
             if {int(a), int(b)} == {f, t}
         ]  # fmt: skip
         ss.add("Toggle", {"model": "Line", "dev": idx[int(ckt) - 1], "t": T_EVENT})
+    elif event == "reclose":  # two toggles of the line: trip at T_EVENT, reclose at T_CLEAR
+        f, t, ckt = spec["line"]
+        idx = [
+            i for i, a, b in zip(ss.Line.idx.v, ss.Line.bus1.v, ss.Line.bus2.v, strict=True)
+            if {int(a), int(b)} == {f, t}
+        ]  # fmt: skip
+        for when in (T_EVENT, T_CLEAR):
+            ss.add("Toggle", {"model": "Line", "dev": idx[int(ckt) - 1], "t": when})
     elif event == "gen":
         bus, gid = spec["gen"]
         k = [i for i, (b, g, _) in enumerate(gens) if b == bus and g == gid][0]
@@ -266,8 +277,8 @@ def main() -> None:
     spread, power_flows = {}, {}
     for case in chosen:
         raw, dyr, spec = CASES[case]
-        for event in ("fault", "line", "gen"):
-            skip = (T_EVENT, T_CLEAR) if event == "fault" else (T_EVENT,)
+        for event in ("fault", "line", "gen", *(("reclose",) if case in RECLOSE_CASES else ())):
+            skip = (T_EVENT, T_CLEAR) if event in ("fault", "reclose") else (T_EVENT,)
             t1, c1, pf = run(DATA / raw, DATA / dyr, event, spec, 1e-3)
             t2, c2, _ = run(DATA / raw, DATA / dyr, event, spec, COARSE.get((case, event), 1 / 30))
             power_flows[raw] = pf
