@@ -13,7 +13,7 @@ import numpy as np
 
 from models.dae import DAESystem
 from models.disturbances import BranchTrip, BusFault, GeneratorTrip
-from models.psse.case import build_psse_case
+from models.psse.case import ANDES_LOAD_CONVERSION, build_psse_case
 from models.scenarios import make_scenario
 from solvers import solve
 
@@ -31,13 +31,23 @@ def spread() -> dict:
     return json.loads((REFERENCE / "spread.json").read_text())
 
 
+def load_conversion(case: str) -> tuple[float, float, float, float] | None:
+    """The loads of ``case`` in the dynamics as its ANDES reference runs them: ANDES's PQ
+    conversion (every constant-power part to constant admittance), or, for a case whose
+    ``cases.json`` entry says ``"loads": "as given"`` (ANDES run with its PQ loads kept constant
+    power and ZIP records for the .raw's parts), the .raw's parts unconverted (None)."""
+    spec = metadata()["cases"][case]
+    return None if spec.get("loads") == "as given" else ANDES_LOAD_CONVERSION
+
+
 @lru_cache(maxsize=8)
 def system(case: str) -> DAESystem:
     spec = metadata()["cases"][case]
     raw, dyr = DATA / spec["raw"], DATA / spec["dyr"]
     return build_psse_case(
-        raw.read_text(), dyr.read_text(), case, raw_file=raw.name, dyr_file=dyr.name
-    )
+        raw.read_text(), dyr.read_text(), case, raw_file=raw.name, dyr_file=dyr.name,
+        load_conversion=load_conversion(case),
+    )  # fmt: skip
 
 
 def reference(case: str, event: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:

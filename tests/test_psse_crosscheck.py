@@ -2,7 +2,9 @@
 ``tests/reference/andes_references.py`` in a separate environment). Tolerance per case, event
 and quantity: ANDES's own step-size spread (its 1/30 s run against its 1 ms run), so a pass
 means we agree with ANDES's 1 ms trajectory better than ANDES at its usual step agrees with
-itself. Loads: constant admittance in dynamics on both sides (ANDES's default conversion)."""
+itself. Loads: constant admittance in dynamics on both sides (ANDES's default conversion, asked
+for explicitly: ``tests.psse_crosscheck.load_conversion``), except the cases whose reference keeps
+the .raw's load parts (``"loads": "as given"``, e.g. ieee14_zip)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from tests.psse_crosscheck import (
     EVENTS,
     KINDS,
     deviations,
+    load_conversion,
     metadata,
     reference,
     spread,
@@ -103,7 +106,8 @@ def test_kundur_full_exdc2_matches_andes_given_its_departures(event: str, monkey
     assert found["succeeded"] == 1.0
     assert max(found[k] / allowed[k] for k in KINDS) > 1.0  # the departure shows
     monkeypatch.setitem(MODELS, "EXDC2", andes_exdc2())
-    built = build_psse_case(raw, dyr, "kundur_full", raw_file=spec["raw"], dyr_file=spec["dyr"])
+    built = build_psse_case(raw, dyr, "kundur_full", raw_file=spec["raw"], dyr_file=spec["dyr"],
+                            load_conversion=load_conversion("kundur_full"))  # fmt: skip
     found = deviations("kundur_full", event, "radau", built=built, **RADAU)
     assert found["succeeded"] == 1.0
     for kind in KINDS:
@@ -147,8 +151,8 @@ def test_ieee39_repaired_matches_andes_given_its_ieeest_input(event: str, monkey
     ra = {g.bus: g.zr for g in parse_raw(raw, spec["raw"]).generators}
     order = [r.bus for r in parse_dyr(dyr, spec["dyr"]).records if r.model == "IEEEST"]
     monkeypatch.setitem(MODELS, "IEEEST", andes_ieeest(np.array([ra[b] for b in order])))
-    built = build_psse_case(raw, dyr, "ieee39_repaired", raw_file=spec["raw"],
-                            dyr_file=spec["dyr"])  # fmt: skip
+    built = build_psse_case(raw, dyr, "ieee39_repaired", raw_file=spec["raw"], dyr_file=spec["dyr"],
+                            load_conversion=load_conversion("ieee39_repaired"))  # fmt: skip
     assert built.info["init_max_abs_f"] <= 1e-8 and built.info["init_max_abs_g"] <= 1e-8
     found = deviations("ieee39_repaired", event, "radau", built=built, **RADAU)
     assert found["succeeded"] == 1.0
@@ -231,8 +235,8 @@ def test_wecc_full_matches_andes_given_its_esdc2a_and_ieeeg1_readings(
         assert values[uo + 1] == pytest.approx(given[key][uo + 1] * scale)
         assert values[:uo] + values[uo + 2 :] == given[key][:uo] + given[key][uo + 2 :]
     monkeypatch.setitem(MODELS, "ESDC2A", andes_esdc2a())
-    built = build_psse_case(raw, patched, "wecc_full", raw_file=spec["raw"],
-                            dyr_file=spec["dyr"])  # fmt: skip
+    built = build_psse_case(raw, patched, "wecc_full", raw_file=spec["raw"], dyr_file=spec["dyr"],
+                            load_conversion=load_conversion("wecc_full"))  # fmt: skip
     assert built.info["init_max_abs_f"] <= 1e-8 and built.info["init_max_abs_g"] <= 1e-8
     found = deviations("wecc_full", event, "radau", built=built, **RADAU)
     assert found["succeeded"] == 1.0
@@ -279,7 +283,8 @@ def test_ieee14_hygov_matches_andes_given_its_governor_limits(event: str, monkey
     worst = max(found[k] / allowed[k] for k in KINDS)
     assert worst > 1.0 if event in ("line", "gen") else worst <= 1.0, (found, allowed)
     monkeypatch.setitem(MODELS, "HYGOV", andes_hygov())
-    built = build_psse_case(raw, dyr, "ieee14_hygov", raw_file=spec["raw"], dyr_file=spec["dyr"])
+    built = build_psse_case(raw, dyr, "ieee14_hygov", raw_file=spec["raw"], dyr_file=spec["dyr"],
+                            load_conversion=load_conversion("ieee14_hygov"))  # fmt: skip
     assert built.info["init_max_abs_f"] <= 1e-8 and built.info["init_max_abs_g"] <= 1e-8
     found = deviations("ieee14_hygov", event, "radau", built=built, **RADAU)
     assert found["succeeded"] == 1.0
@@ -314,7 +319,8 @@ def _andes_reading(case: str, event: str, model: str, patch=None, **values: floa
         patch()
     changed = with_values(dyr, model, **values)
     assert changed != dyr
-    built = build_psse_case(raw, changed, case, raw_file=spec["raw"], dyr_file=spec["dyr"])
+    built = build_psse_case(raw, changed, case, raw_file=spec["raw"], dyr_file=spec["dyr"],
+                            load_conversion=load_conversion(case))  # fmt: skip
     assert built.info["init_max_abs_f"] <= 1e-8 and built.info["init_max_abs_g"] <= 1e-8
     andes = deviations(case, event, "radau", built=built, **RADAU)
     assert andes["succeeded"] == 1.0

@@ -28,10 +28,11 @@ from models.psse.network import build_network
 from models.psse.raw import parse_raw
 from models.psse.records import PsseError
 
-LOAD_CONVERSION = (0.0, 1.0, 0.0, 1.0)
-"""Default conversion of the constant-power load parts for dynamics, PSS/E CONL style: fractions
-of P to constant current and to constant admittance, then of Q: all to constant admittance
-(ANDES's default too, which the cross-check relies on)."""
+ANDES_LOAD_CONVERSION = (0.0, 1.0, 0.0, 1.0)
+"""The conversion ANDES 2.0.0 applies to its PQ loads in the dynamics (its ``PQ`` config ``p2z =
+q2z = 1``): fractions (P to I, P to Z, Q to I, Q to Z), i.e. every constant-power part to
+constant admittance. Not the default (``load_psse_case``); the cross-check against ANDES asks for
+it (``tests/psse_crosscheck.py``)."""
 ZSORCE_TOLERANCE = 1e-6
 """|ZX - X''d| (pu on MBASE) above which a note records that ZSORCE differs from X''d."""
 
@@ -64,21 +65,29 @@ def load_psse_case(
     raw_file: str = "case.raw",
     dyr_file: str = "case.dyr",
     substitute: bool = False,
-    load_conversion: tuple[float, float, float, float] = LOAD_CONVERSION,
+    load_conversion: tuple[float, float, float, float] | None = None,
 ) -> PsseCase:
     """Parse, solve the power flow, attach the dynamic records and check their parameters;
-    ``substitute`` leaves unsupported controllers out with a warning (``models.psse.dyr``);
-    ``load_conversion`` as ``convert_loads``. Raises ``PsseError`` (file, line, record) or
-    ``ValueError`` (a parameter value, naming its record)."""
+    ``substitute`` leaves unsupported controllers out with a warning (``models.psse.dyr``).
+
+    Loads: the dynamics use each ``.raw`` load record's constant-power (PL + jQL),
+    constant-current (IP + jIQ) and constant-admittance (YP - jYQ) parts as given, the same
+    parts as the power flow (``load_conversion=None``, the default); ``load_conversion`` =
+    (P to I, P to Z, Q to I, Q to Z) converts those fractions of the constant-power parts first
+    (``convert_loads``, PSS/E's CONL; ``ANDES_LOAD_CONVERSION`` is ANDES's). A warning on the
+    network says which. Raises ``PsseError`` (file, line, record) or ``ValueError`` (a parameter
+    value, naming its record)."""
     raw = parse_raw(raw_text, raw_file)
     net = build_network(raw)
     solved = solve_power_flow(net.grid)
     dyr = parse_dyr(dyr_text, dyr_file, substitute=substitute)
     warnings = list(net.notes) + list(dyr.warnings) + list(solved.info["q_violations"])
+    fractions = (0.0, 0.0, 0.0, 0.0) if load_conversion is None else tuple(load_conversion)
     load_s, load_i, load_y = convert_loads(
         solved.load_s, solved.load_i, solved.load_y, np.abs(solved.voltage[solved.load_bus]),
-        load_conversion,
+        fractions,
     )  # fmt: skip
+    warnings.append(load_model_note(raw_file, fractions))
     slot_of = {(bus, gid.strip()): k for k, (bus, gid) in enumerate(net.gen_ids)}
     found: list[dict[str, object]] = [{} for _ in net.gen_ids]
     for rec in dyr.records:
@@ -158,7 +167,7 @@ def load_psse_case(
             "power_flow_mismatch": solved.info["power_flow_mismatch"],
             "warnings": tuple(warnings),
             "load_conversion": dict(
-                zip(("p_to_i", "p_to_z", "q_to_i", "q_to_z"), load_conversion, strict=True)
+                zip(("p_to_i", "p_to_z", "q_to_i", "q_to_z"), fractions, strict=True)
             ),
         },
     )
@@ -197,6 +206,23 @@ def _monitored_branch(grid: Grid, params: dict, rec, dyr_file: str) -> dict[str,
             return {"branch": float(k), "branch_end": 0.0 if at_from else 1.0}
     raise PsseError(dyr_file, rec.line, f"{rec.model} record",
                     f"no branch {b1} - {b2} circuit '{ckt}' in the network")  # fmt: skip
+
+
+def load_model_note(raw_file: str, fractions) -> str:
+    """The warning that says which load model the dynamics use (``load_psse_case``)."""
+    p_i, p_z, q_i, q_z = (float(f) for f in fractions)
+    if not any(fractions):
+        return (
+            f"{raw_file}: loads in the dynamics as the load records give them (constant power "
+            "PL + jQL, constant current IP + jIQ, constant admittance YP - jYQ, as in the power "
+            "flow); no conversion of the constant-power parts (PSS/E CONL) was asked for"
+        )
+    return (
+        f"{raw_file}: loads in the dynamics converted from the power flow's (PSS/E CONL at the "
+        f"solved voltages): of the constant-power P {p_i:g} to constant current and {p_z:g} to "
+        f"constant admittance, of Q {q_i:g} to constant current and {q_z:g} to constant "
+        "admittance; the rest of each constant-power part stays constant power"
+    )
 
 
 def convert_loads(load_s, load_i, load_y, vm, fractions):
