@@ -173,7 +173,8 @@ class NetworkEquations:
         out = []
         for grp in groups["converter"]:
             d = grp.model.derivatives(grp.states(x), grp.take(vt), grp.take(ipcmd),
-                                      grp.take(iqcmd), grp.view(p))  # fmt: skip
+                                      grp.take(iqcmd), grp.view(p),
+                                      *self._converter_inputs(z, grp))  # fmt: skip
             out.append(jnp.stack(d, axis=1).ravel())
         for grp in groups["electrical"]:
             sig_k = {n: grp.take(a) for n, a in sig.items()}
@@ -184,6 +185,14 @@ class NetworkEquations:
             d = grp.model.derivatives(grp.states(x), plant_sig[grp.model.name], grp.view(p))
             out.append(jnp.stack(d, axis=1).ravel())
         return out
+
+    def _converter_inputs(self, z, grp: DeviceGroup) -> tuple:
+        """The extra argument of a converter that names ``inputs`` (e.g. PVD1, which measures
+        its bus frequency): its terminal voltage's ``vr``, ``vi`` (pu, network frame)."""
+        if not grp.model.inputs:
+            return ()
+        nb, gen_bus = self._nb, self.layout.gen_bus
+        return ({"vr": grp.take(z[:nb][gen_bus]), "vi": grp.take(z[nb : 2 * nb][gen_bus])},)
 
     def injections(self, x, z, p):
         """Machine (and converter) currents into the network (complex pu, system base), and

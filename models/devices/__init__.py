@@ -25,6 +25,7 @@ from models.devices.ieeet1 import IEEET1
 from models.devices.ieeex1 import IEEEX1
 from models.devices.ieesgo import IEESGO
 from models.devices.induction_motor import INDUCTION_MOTOR
+from models.devices.pvd1 import PVD1
 from models.devices.reeca1 import REECA1
 from models.devices.regca1 import REGCA1
 from models.devices.repca1 import REPCA1
@@ -40,8 +41,8 @@ from models.devices.two_axis import TWO_AXIS
 MODELS: dict[str, DeviceModel] = {
     m.name: m
     for m in (ESAC1A, ESDC2A, ESST1A, ESST3A, EXAC1, EXDC2, EXST1, GAST, GENCLS, GENROU, GENSAL,
-              HYGOV, IEEEG1, IEEEST, IEEET1, IEEEX1, IEESGO, REECA1, REGCA1, REPCA1, SCRX, SEXS,
-              ST2CUT, TGOV1)
+              HYGOV, IEEEG1, IEEEST, IEEET1, IEEEX1, IEESGO, PVD1, REECA1, REGCA1, REPCA1, SCRX,
+              SEXS, ST2CUT, TGOV1)
 }  # fmt: skip
 """Supported ``.dyr`` model names -> models."""
 PROJECT_MODELS: dict[str, DeviceModel] = {
@@ -74,6 +75,7 @@ __all__ = [
     "INDUCTION_MOTOR",
     "MODELS",
     "PROJECT_MODELS",
+    "PVD1",
     "REECA1",
     "REGCA1",
     "REPCA1",

@@ -23,6 +23,8 @@ states are a tuple of arrays in ``states`` order. The *role* fixes the signature
   ``ipcmd``, ``iqcmd`` that hold them), ``derivatives(xs, vt, ipcmd, iqcmd, p)``,
   ``current(xs, vt, p) -> (Ipout, Iqout)``: active current along the terminal voltage and
   reactive current (Q = vt Iqout, positive delivered); ``vt`` the terminal voltage magnitude.
+  A converter that names ``inputs`` (e.g. PVD1) takes one more argument: at ``init``
+  ``{"fn": network frequency in Hz}``, in ``derivatives`` its terminal voltage's ``vr``, ``vi``.
 * ``electrical`` (a converter's electrical control, e.g. REECA1): ``init(sig, p) -> dict``
   (states, and the references ``pref``, ``qref`` that hold the commands), ``derivatives(xs,
   sig, pref, qref, p)``, ``output(xs, sig, pref, qref, p) -> (ipcmd, iqcmd)``; ``sig`` holds
