@@ -64,7 +64,7 @@ def disturbance(case: str, event: str):
     if event == "fault":
         return BusFault(
             bus=f"bus{spec['fault_bus']}", t_fault=t, t_clear=meta["t_clear"], r=0.0,
-            x=meta["fault_x"],
+            x=spec.get("fault_x", meta["fault_x"]),
         )  # fmt: skip
     if event in ("line", "reclose"):
         f, to, ckt = spec["line"]

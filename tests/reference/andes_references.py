@@ -63,6 +63,10 @@ CASES = {
     "ieee14_hygov": ("ieee14.raw", "ieee14_hygov.dyr", IEEE14_EVENTS),
     "ieee14_gast": ("ieee14.raw", "ieee14_gast.dyr", IEEE14_EVENTS),
     "ieee14_solar": ("ieee14_solar.raw", "ieee14_solar.dyr", IEEE14_EVENTS),
+    "ieee14_zip": (
+        "ieee14_zip.raw", "ieee14_zip.dyr",
+        {**IEEE14_EVENTS, "loads": "as given", "fault_x": 0.3},
+    ),
     "npcc_full": (
         "npcc.raw", "npcc_full.dyr", {"fault_bus": 1, "line": (1, 2, "1"), "gen": (24, "1")}
     ),
@@ -84,8 +88,11 @@ CASES = {
         for name in ("ieeet1", "esst1a", "exac1", "esac1a")
     },
 }  # fmt: skip
-"""case -> (raw, dyr, events): a bus fault (T_EVENT to T_CLEAR, x = FAULT_X), a line trip
-(from, to, circuit) and a generator trip (bus, machine ID), each at T_EVENT."""
+"""case -> (raw, dyr, events): a bus fault (T_EVENT to T_CLEAR, x = FAULT_X, or the case's
+``fault_x``), a line trip (from, to, circuit) and a generator trip (bus, machine ID), each at
+T_EVENT; ``loads``: see ``LOADS_AS_GIVEN``. ieee14_zip's fault is x = 0.3 pu: its loads kept
+constant power, ANDES 2.0.0 stops at the fault ("time step reduced to zero") with x = 0.01 and
+0.1 pu (1 ms) and at 0.549 s with 0.2 pu; with 0.3 pu it runs (lowest bus voltage 0.41 pu)."""
 PSSE_ORDER = {
     "ESST1A": ("UEL", "VOS", "TR", "VIMAX", "VIMIN", "TC", "TB", "TC1", "TB1", "KA", "TA", "VAMAX",
                "VAMIN", "VRMAX", "VRMIN", "KC", "KF", "TF", "KLR", "ILR"),
@@ -106,6 +113,10 @@ function meets a negative square root) and its 1/120 s run ends at a wrong point
 RECLOSE_CASES = ("ieee14_genrou",)
 """Cases with a fourth event, ``reclose``: the line of ``line`` tripped at T_EVENT and reclosed
 at T_CLEAR (ANDES's two ``Toggle`` records on it)."""
+LOADS_AS_GIVEN = "as given"
+"""A case's ``loads`` entry for loads kept as the .raw gives them in ANDES's dynamics
+(``as_given_loads``); without it ANDES's default conversion applies (its PQ config p2z = q2z = 1:
+every load constant admittance in the time domain)."""
 POWER_FLOW_ONLY = ("ieee39.raw", "npcc.raw")
 """Raw files whose solved voltages are stored too (no dynamic reference)."""
 
@@ -190,6 +201,45 @@ def check_loaded(ss, dyr: Path) -> None:
                     raise SystemExit(f"{model} record {k}: ANDES read {name} = {got}, not {value}")
 
 
+def as_given_loads(ss, raw: Path) -> None:
+    """ANDES's own load handling made to keep the .raw's load parts: ANDES's reader makes each
+    load record one constant-power PQ of p0 = PL + IP V + YP V^2 (and q0 = QL + IQ V - YQ V^2) at
+    the raw's VM (``andes/io/psse.py``); here its PQ loads stay constant power in the time domain
+    (``p2p = q2q = 1``) and each record with a constant-current or constant-admittance part gets
+    a ``ZIP`` on its PQ (which ANDES switches off in the time domain), with the parts'
+    percentages at the raw's VM: kpp = 100 PL / p0, kpi = 100 IP V / p0, kpz = 100 YP V^2 / p0
+    (and for Q). ANDES's ZIP splits the PQ's solved power by them at the solved voltage, so the
+    two agree where the solved voltage is the raw's VM (a generator bus written at its VS)."""
+    for key, value in (("p2p", 1.0), ("p2i", 0.0), ("p2z", 0.0), ("q2q", 1.0), ("q2i", 0.0),
+                       ("q2z", 0.0)):  # fmt: skip
+        setattr(ss.PQ.config, key, value)
+    vm = {}
+    loads = []
+    section = "bus"
+    for line in raw.read_text().splitlines()[3:]:
+        fields = [f.strip() for f in line.split("/")[0].split(",")]
+        if fields[0] == "0":
+            if section == "load":
+                break
+            section = "load"
+            continue
+        if section == "bus":
+            vm[int(fields[0])] = float(fields[7])
+        else:
+            loads.append((int(fields[0]), [float(v) for v in fields[5:11]]))
+    pq = list(zip(ss.PQ.idx.v, ss.PQ.bus.v, strict=True))
+    for k, (bus, (pl, ql, ip, iq, yp, yq)) in enumerate(loads):
+        if not any((ip, iq, yp, yq)):
+            continue
+        if int(pq[k][1]) != bus:
+            raise SystemExit(f"PQ {pq[k][0]} is at bus {pq[k][1]}, load record {k} at {bus}")
+        v = vm[bus]
+        p, q = pl + ip * v + yp * v**2, ql + iq * v - yq * v**2
+        ss.add("ZIP", {"pq": pq[k][0], "kpp": 100 * pl / p, "kpi": 100 * ip * v / p,
+                       "kpz": 100 * yp * v**2 / p, "kqp": 100 * ql / q, "kqi": 100 * iq * v / q,
+                       "kqz": -100 * yq * v**2 / q})  # fmt: skip
+
+
 def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
     with tempfile.TemporaryDirectory() as folder:
         plain = andes_reader_order(device_records_only(dyr, Path(folder)))
@@ -197,10 +247,8 @@ def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
                         no_output=True)  # fmt: skip
     gens = machines(dyr)
     if event == "fault":
-        ss.add(
-            "Fault",
-            {"bus": spec["fault_bus"], "tf": T_EVENT, "tc": T_CLEAR, "xf": FAULT_X, "rf": 0.0},
-        )
+        fault = {"bus": spec["fault_bus"], "tf": T_EVENT, "tc": T_CLEAR, "rf": 0.0}
+        ss.add("Fault", {**fault, "xf": spec.get("fault_x", FAULT_X)})
     elif event == "line":
         f, t, ckt = spec["line"]
         idx = [
@@ -223,6 +271,8 @@ def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
         mdl = getattr(ss, model)
         dev = [i for i, b in zip(mdl.idx.v, mdl.bus.v, strict=True) if int(b) == bus][0]
         ss.add("Toggle", {"model": model, "dev": dev, "t": T_EVENT})
+    if spec.get("loads") == LOADS_AS_GIVEN:
+        as_given_loads(ss, raw)
     ss.setup()
     check_loaded(ss, dyr)
     ss.PFlow.config.tol = 1e-12
