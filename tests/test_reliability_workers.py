@@ -17,7 +17,7 @@ from raptorgrid.celery_app import create_celery
 from raptorgrid.db import Database
 from raptorgrid.spec import CampaignCreate
 from raptorgrid.submission import submit_campaign
-from raptorgrid.zarr_store import STAGING, campaign_store, open_run
+from raptorgrid.zarr_store import BLOCKS, STAGING, campaign_store, open_run
 from reliability_stack import (
     campaign_rows,
     kill,
@@ -73,14 +73,16 @@ def wait_finished(settings, campaign_id: int, timeout: float, worker, wait_until
     return campaign_rows(settings, campaign_id)
 
 
-def assert_complete_once(settings, campaign_id: int, runs, metrics) -> None:  # noqa: ANN001
+def assert_complete_once(  # noqa: ANN001
+    settings, campaign_id: int, runs, metrics, t_end: float = T_END
+) -> None:
     """Every run succeeded with one metrics row of its last attempt and one full trajectory."""
     assert [r.status for r in runs] == ["succeeded"] * len(runs), [
         (r.id, r.status, r.message) for r in runs
     ]
     assert sorted(metrics) == [r.id for r in runs]  # one metrics row per run, no stray rows
     store = campaign_store(settings.zarr_root, campaign_id)
-    groups = sorted(p.name for p in store.iterdir() if p.is_dir())
+    groups = sorted(p.name for p in store.iterdir() if p.is_dir() and p.name != BLOCKS)
     assert groups == sorted(f"run_{r.id}" for r in runs)  # one trajectory per run, no extra
     for run in runs:
         assert metrics[run.id].attempt == run.attempts
@@ -88,7 +90,7 @@ def assert_complete_once(settings, campaign_id: int, runs, metrics) -> None:  # 
         assert int(ds.attrs["attempt"]) == run.attempts  # the data of the committed attempt
         assert ds.sizes["time"] == metrics[run.id].n_points
         assert ds.sizes["step"] == metrics[run.id].n_accepted_points
-        assert float(ds.t_acc[-1]) == pytest.approx(T_END)
+        assert float(ds.t_acc[-1]) == pytest.approx(t_end)
 
 
 @pytest.fixture

@@ -5,6 +5,9 @@
 * the campaign was cancelled (``RunCancelled``): ``cancelled``;
 * the soft time limit (``RunTimeLimit`` or Celery's ``time_limit_errors``): ``failed`` with
   reason ``time_limit`` (written again if Celery's backstop interrupts the write);
+* the results store full (``raptorgrid.store_space.is_full``; the write was retried for
+  ``store_retry_seconds``, ``workers.store_retry``): the runs go back to the queue, their
+  attempt not counted, their message saying why they wait (``repo.release_runs``);
 * the database unreachable (``TRANSIENT_ERRORS``): logged and raised, the runs left to their
   leases (the reconciler requeues them, bounded by ``max_attempts``), since the run did not
   cause it;
@@ -18,8 +21,10 @@ import traceback
 from collections.abc import Sequence
 
 from raptorgrid import repository as repo
+from raptorgrid.store_space import is_full
+from raptorgrid.tables import utcnow
 
-from workers.context import TRANSIENT_ERRORS, WorkerContext, finish_attempt
+from workers.context import TRANSIENT_ERRORS, WorkerContext, finish_attempt, with_db_retry
 from workers.lease import LeaseLost, RunCancelled
 from workers.limits import RunTimeLimit, despite_late_limit
 
@@ -59,6 +64,22 @@ def settle(
 
         despite_late_limit(record, time_limit_errors)
         return "time-limit"
+    if is_full(exc):  # an infrastructure failure: the runs wait for space, attempt not counted
+        log.error("%s: results store full; runs handed back to the queue: %s", what, exc)
+        message = (
+            f"waiting for space in the results store ({exc}); retried after "
+            f"{ctx.settings.requeue_grace_seconds:g} s, the attempt not counted"
+        )
+
+        def release() -> list[int]:
+            attempts = {c.run_id: c.attempt for c in claims}
+            with ctx.db.write() as session:
+                return repo.release_runs(
+                    session=session, attempts=attempts, now=utcnow(), message=message
+                )
+
+        with_db_retry(release, settings=ctx.settings, what=f"{what}: release")
+        return "store-full"
     if isinstance(exc, TRANSIENT_ERRORS):
         log.exception("%s: database unavailable; left to the lease", what)
         raise exc

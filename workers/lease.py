@@ -177,3 +177,37 @@ class Heartbeat:
             raise LeaseLost(f"run {self.claim.run_id} attempt {self.claim.attempt} lost its lease")
         if state is repo.LeaseState.CANCELLED:
             raise RunCancelled(f"run {self.claim.run_id}: campaign cancelled")
+
+
+class InTransit:
+    """Marks a batch message's queued runs as in transit (``repo.mark_in_transit``) when the
+    message arrives and every ``heartbeat_seconds`` from a thread until the batch ends: the
+    lease of its unstarted runs. The reconciler re-sends the unstarted runs of a held message
+    whose marks stopped for a lease (its host died; ``repo.stale_queued``), so the phases before
+    the first attempt's heartbeats (reading the batch, choosing the vectorized path) must be
+    covered too. Claimed and final runs are left alone by the update."""
+
+    def __init__(self, ctx: WorkerContext, run_ids: list[int]) -> None:
+        self.ctx, self.run_ids = ctx, list(run_ids)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._keep, name="in-transit", daemon=True)
+
+    def __enter__(self) -> InTransit:
+        self._mark()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.ctx.settings.heartbeat_seconds + 10)
+
+    def _mark(self) -> None:
+        try:
+            with self.ctx.db.write() as session:
+                repo.mark_in_transit(session=session, run_ids=self.run_ids, now=utcnow())
+        except Exception as exc:  # noqa: BLE001 - an outage: the runs' own renewals report it
+            log.warning("runs %s: marking in transit failed: %s", self.run_ids[:5], exc)
+
+    def _keep(self) -> None:
+        while not self._stop.wait(self.ctx.settings.heartbeat_seconds):
+            self._mark()

@@ -21,6 +21,7 @@ from raptorgrid.zarr_store import (
 )
 
 from workers.context import WorkerContext, with_db_retry
+from workers.store_retry import with_store_retry
 
 if TYPE_CHECKING:
     from solvers.result import SolveResult
@@ -62,14 +63,19 @@ def commit(
     lease = time.perf_counter() - mark
     if held:
         first = held[0]
-        if len(held) == 1:
-            write_run(ctx.settings.zarr_root, first.campaign_id, first.claim.run_id,
-                      first.arrays, fsync=ctx.settings.zarr_fsync,
-                      pause=ctx.settings.zarr_write_pause_seconds)  # fmt: skip
-        else:
-            write_block(ctx.settings.zarr_root, first.campaign_id,
-                        [(s.claim.run_id, s.arrays) for s in held],
-                        fsync=ctx.settings.zarr_fsync)  # fmt: skip
+
+        def write() -> None:
+            if len(held) == 1:
+                write_run(ctx.settings.zarr_root, first.campaign_id, first.claim.run_id,
+                          first.arrays, fsync=ctx.settings.zarr_fsync,
+                          pause=ctx.settings.zarr_write_pause_seconds)  # fmt: skip
+            else:
+                write_block(ctx.settings.zarr_root, first.campaign_id,
+                            [(s.claim.run_id, s.arrays) for s in held],
+                            fsync=ctx.settings.zarr_fsync)  # fmt: skip
+
+        with_store_retry(write, settings=ctx.settings,
+                         what=f"runs {[s.claim.run_id for s in held]}")  # fmt: skip
     write = time.perf_counter() - mark - lease
     share = (lease + write) / max(1, len(held))
     rows = [(s, _metrics(s, share)) for s in held]

@@ -61,11 +61,17 @@ def run(self, run_ids: int | list[int]) -> str:  # noqa: ANN001 - Celery's bound
     """Execute one run or a batch of runs (``raptorgrid.batching``), one after the other, each
     claimed and recorded on its own, the solved ones published together (``workers.runner.
     execute_batch``): a redelivered batch skips the runs already final."""
+    from workers.context import worker_context
+    from workers.lease import InTransit
     from workers.runner import execute_batch
 
     worker = f"{self.request.hostname}:{os.getpid()}"
     ids = [int(run_ids)] if isinstance(run_ids, int) else [int(r) for r in run_ids]
-    outcomes = execute_batch(ids, worker=worker, time_limit_errors=(SoftTimeLimitExceeded,))
+    ctx = worker_context()
+    with InTransit(ctx, ids):  # the unstarted runs' lease while this host lives
+        outcomes = execute_batch(
+            ids, worker=worker, ctx=ctx, time_limit_errors=(SoftTimeLimitExceeded,)
+        )
     for run_id, outcome in zip(ids, outcomes, strict=True):
         log.info("run %s: %s", run_id, outcome)
     return ", ".join(outcomes)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from celery import Celery
 from kombu.exceptions import ChannelError
@@ -58,20 +60,46 @@ def queue_depth(celery: Celery, *, queue: str) -> int:
         return declared.message_count
 
 
+@dataclass
+class BrokerRuns:
+    """The run ids of the messages of a queue the broker still has: ``waiting`` in the queue,
+    and ``held``: delivered to a consumer and not acknowledged (Redis's ``unacked`` hash), each
+    run with the latest delivery time of the messages that carry it (epoch seconds)."""
+
+    waiting: set[int] = field(default_factory=set)
+    held: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def all(self) -> set[int]:
+        return self.waiting | set(self.held)
+
+    def held_only(self) -> dict[int, float]:
+        """Held runs with no message waiting: only their holder (alive or not) can run them."""
+        return {r: t for r, t in self.held.items() if r not in self.waiting}
+
+
 def runs_in_broker(celery: Celery, *, queue: str) -> set[int]:
-    """Run ids of the messages of ``queue`` the broker still has, however deep the queue:
+    """Run ids of the messages of ``queue`` the broker still has, waiting or held
+    (``broker_runs``)."""
+    return broker_runs(celery, queue=queue).all
+
+
+def broker_runs(celery: Celery, *, queue: str) -> BrokerRuns:
+    """The runs of the messages of ``queue`` the broker still has, however deep the queue:
     waiting in it, and on Redis also delivered to a worker and not acknowledged (its
-    ``unacked`` hash, restored to the queue when the holder dies). A run queued in SQL but in
-    none of these lost its message (the reconciler re-sends it). The SQLAlchemy transport
-    hides a message once delivered and never restores it: runs of a message a worker holds are
-    running in SQL, or kept fresh by that worker's heartbeats (``repo.mark_in_transit``)."""
+    ``unacked`` hash, restored to the queue when the visibility timeout passes), with when they
+    were delivered (``unacked_index``). A run queued in SQL but in none of these lost its
+    message (the reconciler re-sends it); one held only, whose holder stopped heartbeating, was
+    held by a dead host (re-sent too). The SQLAlchemy transport hides a message once delivered
+    and never restores it: runs of a message a worker holds are running in SQL, or kept fresh
+    by that worker's heartbeats (``repo.mark_in_transit``)."""
     with celery.connection_for_write() as connection:
         channel = connection.default_channel
         try:
             client = getattr(channel, "client", None)
             if client is not None and hasattr(channel, "unacked_key"):
                 return _redis_runs(channel, client, queue)
-            return _sqla_runs(channel, queue)
+            return BrokerRuns(waiting=_sqla_runs(channel, queue))
         finally:
             _release_sql_session(channel)
 
@@ -80,26 +108,37 @@ _PAGE = 500
 """Messages read per Redis round trip."""
 
 
-def _redis_runs(channel, client, queue: str) -> set[int]:  # noqa: ANN001 - kombu objects
+def _redis_runs(channel, client, queue: str) -> BrokerRuns:  # noqa: ANN001 - kombu objects
     """Waiting messages first (every priority list), then the unacknowledged ones: a message
     moving from one to the other between the reads is seen at least once, or (rarely) missed,
     which only costs a duplicate message (claims are idempotent)."""
-    runs: set[int] = set()
+    found = BrokerRuns()
     for priority in channel.priority_steps:
         key = channel._q_for_pri(queue, priority)  # noqa: SLF001 - the transport's list key
         start = 0
         while page := client.lrange(key, start, start + _PAGE - 1):
             for raw in page:
-                runs |= _message_runs(raw)
+                found.waiting |= _message_runs(raw)
             start += _PAGE
-    for _, value in client.hscan_iter(channel.unacked_key):
+    delivered = {
+        _text(tag): score
+        for tag, score in client.zrange(channel.unacked_index_key, 0, -1, withscores=True)
+    }
+    for tag, value in client.hscan_iter(channel.unacked_key):
         try:
             message, _, routing_key = json.loads(value)
         except (ValueError, TypeError):
             continue
-        if routing_key == queue:
-            runs |= _message_runs(message)
-    return runs
+        if routing_key != queue:
+            continue
+        when = delivered.get(_text(tag), time.time())  # not indexed yet: just delivered
+        for run_id in _message_runs(message):
+            found.held[run_id] = max(when, found.held.get(run_id, 0.0))
+    return found
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _sqla_runs(channel, queue: str) -> set[int]:  # noqa: ANN001 - kombu's SQLAlchemy channel

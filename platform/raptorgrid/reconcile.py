@@ -7,8 +7,10 @@ run not sent for ``requeue_grace_seconds`` whose message the broker no longer ha
 run by run with the messages waiting in the queue and, on Redis, those delivered and not
 acknowledged; however deep the queue) is sent again (claims are idempotent, so a duplicate
 message is harmless). Runs waiting behind the running one in a batch message are kept fresh by
-the worker's heartbeats (``repo.mark_in_transit``). Trade-off: on Redis, a message reserved by
-a worker host that died is not re-sent early; Redis restores it after the visibility timeout.
+the worker's heartbeats (``repo.mark_in_transit``): that is their lease. On Redis, the unstarted
+runs of a message held by a worker host that died (delivered, unacknowledged, not marked for a
+lease) are re-sent then, not after the broker's visibility timeout (Redis restores the message
+later; its runs are final by then and skipped). Re-sends are batched (``raptorgrid.resend``).
 Each pass also removes staging data that crashed writers left behind. Runs in the CLI process
 and as ``raptorgrid reconcile``, which survives broker and database outages: a failed pass is
 logged and retried with exponential backoff.
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import UTC, datetime
 
 from celery import Celery
 
 from raptorgrid import repository as repo
 from raptorgrid.db import Database
-from raptorgrid.queueing import enqueue_runs, runs_in_broker
+from raptorgrid.queueing import broker_runs, enqueue_runs
+from raptorgrid.resend import resend_batches
 from raptorgrid.settings import Settings
 from raptorgrid.tables import utcnow
 from raptorgrid.zarr_store import clean_staging, consolidate_campaign
@@ -44,20 +48,33 @@ def reconcile_once(*, db: Database, celery: Celery, settings: Settings) -> repo.
         consolidate_campaign(settings.zarr_root, campaign_id)
     to_send = list(outcome.requeued)
     # queued runs not sent for a while whose message the broker no longer has, however deep
-    # the queue: the broker is read first, so a run sent after that read is not yet stale
-    in_broker = runs_in_broker(celery, queue=settings.queue)
+    # the queue, and unstarted runs of a batch held by a dead host (its heartbeats stopped a
+    # lease ago): the broker is read first, so a run sent after that read is not yet stale
+    broker = broker_runs(celery, queue=settings.queue)
+    held = {r: datetime.fromtimestamp(t, UTC) for r, t in broker.held_only().items()}
     with db.write() as session:
         stale = repo.stale_queued(
             session=session,
             now=utcnow(),
             older_than=settings.requeue_grace_seconds,
-            in_broker=in_broker,
+            in_broker=broker.all,
+            held=held,
+            lease_seconds=settings.lease_seconds,
         )
     outcome.requeued.extend(stale)
     to_send.extend(stale)
     if to_send:
-        enqueue_runs(celery, to_send, queue=settings.queue)
-        log.warning("reconciler re-sent %d runs: %s", len(to_send), to_send[:20])
+        with db.read() as session:
+            outcome.messages = resend_batches(session=session, run_ids=to_send, settings=settings)
+        enqueue_runs(
+            celery,
+            to_send,
+            queue=settings.queue,
+            batches=outcome.messages,
+            time_limits=(settings.soft_time_limit, settings.hard_time_limit),
+        )
+        log.warning("reconciler re-sent %d runs in %d messages: %s", len(to_send),
+                    len(outcome.messages), to_send[:20])  # fmt: skip
     if outcome.failed:
         log.warning(
             "reconciler failed %d runs out of attempts: %s", len(outcome.failed), outcome.failed

@@ -136,6 +136,18 @@ class Settings(BaseSettings):
     db_retry_seconds: float = Field(
         120.0, ge=0, description="s; how long a worker retries a write while the database is down"
     )
+    store_retry_seconds: float = Field(
+        120.0,
+        ge=0,
+        description="s; how long a worker retries a write while the results store "
+        "is full before handing its runs back to the queue (their attempt not counted)",
+    )
+    store_degraded_free_bytes: int = Field(
+        1 << 30, ge=0, description="/health reports the store degraded below this free space"
+    )
+    store_failing_free_bytes: int = Field(
+        64 << 20, ge=0, description="/health reports the store failing (503) below this"
+    )
     zarr_write_pause_seconds: float = Field(
         0.0, ge=0, description="fault injection for tests: pause inside a run's Zarr write"
     )

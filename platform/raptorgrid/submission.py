@@ -26,6 +26,7 @@ from raptorgrid.db import Database
 from raptorgrid.queueing import enqueue_runs
 from raptorgrid.settings import Settings
 from raptorgrid.spec import CampaignCreate, Expansion, expand
+from raptorgrid.store_space import StoreFull, is_full
 from raptorgrid.tables import utcnow
 from raptorgrid.zarr_store import ensure_campaign_store
 
@@ -95,6 +96,16 @@ def _batches(
     return out
 
 
+def _prepare_store(settings: Settings, campaign_id: int) -> None:
+    """The campaign's results group, created now; ``StoreFull`` when there is no space."""
+    try:
+        ensure_campaign_store(settings.zarr_root, campaign_id)
+    except OSError as exc:
+        if is_full(exc):
+            raise StoreFull(exc.errno, f"the results store is full ({exc.strerror})") from exc
+        raise
+
+
 def submit_campaign(
     *,
     db: Database,
@@ -128,13 +139,15 @@ def submit_campaign(
                 idempotency_key=idempotency_key,
                 request_hash=request_hash,
             )
+            # before the commit: a store that cannot take the campaign (full, unwritable) fails
+            # the request with nothing stored, never after the campaign exists
+            _prepare_store(settings, campaign.id)
     except IntegrityError:
         # A concurrent request with the same key committed first: answer with its campaign.
         replay = _replay(db, owner, idempotency_key, request_hash) if idempotency_key else None
         if replay is None:
             raise
         return replay
-    ensure_campaign_store(settings.zarr_root, campaign.id)
     try:
         enqueue_runs(
             celery,

@@ -19,6 +19,7 @@ from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from raptorgrid.spec import SpecError
+from raptorgrid.store_space import StoreFull
 
 log = logging.getLogger(__name__)
 
@@ -88,3 +89,14 @@ def install(app: FastAPI) -> None:
 
     for error in DATABASE_DOWN:
         app.add_exception_handler(error, _database_down)
+
+    @app.exception_handler(StoreFull)
+    async def _store_full(request: Request, exc: StoreFull) -> JSONResponse:
+        log.error("%s %s: results store full: %s", request.method, request.url.path, exc)
+        return JSONResponse(
+            status_code=507,
+            content={
+                "detail": "the results store is full; nothing was changed by this request. "
+                "Free space (GET /health reports it), then retry"
+            },
+        )

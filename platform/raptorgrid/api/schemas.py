@@ -324,10 +324,14 @@ class Failures(BaseModel):
 
 
 class Health(BaseModel):
-    """Each dependency ``ok`` or ``unavailable`` (details only in the service's log)."""
+    """Each dependency ``ok`` or ``unavailable`` (details only in the service's log); the
+    results store also ``degraded`` (free space below ``store_degraded_free_bytes``: 200) or
+    ``failing`` (below ``store_failing_free_bytes``: 503), its free bytes beside it."""
 
-    status: Literal["ok", "unavailable"]
+    status: Literal["ok", "degraded", "unavailable"]
     database: Literal["ok", "unavailable"]
     broker: Literal["ok", "unavailable"]
-    store: Literal["ok", "unavailable"]
+    store: Literal["ok", "degraded", "failing", "unavailable"]
+    store_free_bytes: int | None = None
+    """Free space of the results folder; null for an object store or when unknown."""
     version: str

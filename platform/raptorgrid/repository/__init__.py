@@ -17,8 +17,11 @@ from raptorgrid.repository.campaigns import (
 )
 from raptorgrid.repository.reconcile import (
     Requeue,
+    RunToResend,
     mark_in_transit,
+    release_runs,
     requeue_expired,
+    runs_to_resend,
     stale_queued,
 )
 from raptorgrid.repository.runs import (
@@ -46,6 +49,7 @@ __all__ = [
     "FinishOutcome",
     "LeaseState",
     "Requeue",
+    "RunToResend",
     "RunInputs",
     "bump_stats_version",
     "cancel_campaign",
@@ -65,7 +69,9 @@ __all__ = [
     "renew_lease",
     "renew_leases",
     "mark_in_transit",
+    "release_runs",
     "requeue_expired",
+    "runs_to_resend",
     "run_counts",
     "runs_inputs",
     "stale_queued",

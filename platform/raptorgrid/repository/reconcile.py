@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from raptorgrid.repository.campaigns import record_final
-from raptorgrid.tables import Run
+from raptorgrid.tables import Campaign, Run
 from solvers.status import FailureReason, RunStatus
 
 _NO_SYNC = {"synchronize_session": False}
@@ -23,6 +23,8 @@ class Requeue:
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     finished_campaigns: list[int] = field(default_factory=list)
+    messages: list[list[int]] = field(default_factory=list)
+    """The messages the pass sent, as run ids (``raptorgrid.resend``: batched)."""
 
 
 def requeue_expired(*, session: Session, now: datetime, max_attempts: int) -> Requeue:
@@ -94,33 +96,55 @@ def stale_queued(
     now: datetime,
     older_than: float,
     in_broker: Collection[int] = frozenset(),
+    held: Mapping[int, datetime] | None = None,
+    lease_seconds: float | None = None,
     limit: int = 1000,
     page: int = 5000,
 ) -> list[int]:
-    """Queued runs last sent more than ``older_than`` seconds ago whose message the broker no
-    longer has (not in ``in_broker``, ``queueing.runs_in_broker`` read *after* this call's
-    snapshot could only add runs), marked as sent now; at most ``limit``.
+    """Queued runs to send again, marked as sent now; at most ``limit``:
 
-    Their messages were lost (a serverless transport loses the message of a killed worker), and
-    re-sending them is safe (claims are idempotent). The queued runs are read in pages of
-    ``page`` ids, so a lost message deep behind a long queue is found on the same pass."""
+    * lost: last sent more than ``older_than`` seconds ago and in no message the broker has
+      (not in ``in_broker``, ``queueing.broker_runs`` read *after* this call's snapshot could
+      only add runs). A serverless transport loses the message of a killed worker.
+    * held by a dead host: in ``held`` only (run id -> when its message was delivered, no copy
+      waiting), delivered and last marked in transit (``mark_in_transit``, every heartbeat of
+      the worker running the batch) more than ``lease_seconds`` ago. An unstarted run of a held
+      batch carries the lease of the batch's running run: its holder stopped heartbeating, so
+      the run is not left to the broker's visibility timeout. Should the holder live after
+      all, the duplicate is discarded by the claim.
+
+    Re-sending is safe (claims are idempotent). The queued runs are read in pages of ``page``
+    ids, so a lost message deep behind a long queue is found on the same pass."""
+    held = held or {}
     cutoff = now - timedelta(seconds=older_than)
+    lease_cutoff = None if lease_seconds is None else now - timedelta(seconds=lease_seconds)
+    selected = cutoff if lease_cutoff is None else max(cutoff, lease_cutoff)  # either test
+
+    def resend(run_id: int, sent: datetime) -> bool:
+        if run_id not in in_broker:
+            return sent < cutoff
+        delivered = held.get(run_id)
+        return (
+            lease_cutoff is not None
+            and delivered is not None
+            and delivered < lease_cutoff
+            and sent < lease_cutoff
+        )
+
     lost: list[int] = []
     after = -1
     while len(lost) < limit:
-        ids = list(
-            session.scalars(
-                select(Run.id)
-                .where(Run.status == RunStatus.QUEUED.value, Run.enqueued_at < cutoff,
-                       Run.id > after)
-                .order_by(Run.id)
-                .limit(page)
-            )
-        )  # fmt: skip
-        lost.extend(i for i in ids if i not in in_broker)
-        if len(ids) < page:
+        rows = session.execute(
+            select(Run.id, Run.enqueued_at)
+            .where(Run.status == RunStatus.QUEUED.value, Run.enqueued_at < selected,
+                   Run.id > after)
+            .order_by(Run.id)
+            .limit(page)
+        ).all()  # fmt: skip
+        lost.extend(run_id for run_id, sent in rows if resend(run_id, sent))
+        if len(rows) < page:
             break
-        after = ids[-1]
+        after = rows[-1][0]
     lost = lost[:limit]
     if lost:
         session.execute(
@@ -128,3 +152,51 @@ def stale_queued(
             .execution_options(**_NO_SYNC)
         )  # fmt: skip
     return lost
+
+
+@dataclass(frozen=True)
+class RunToResend:
+    """What sizing a re-sent run's batch needs (``raptorgrid.resend``)."""
+
+    run_id: int
+    campaign_id: int
+    network: str
+    t_end: float
+    method: str
+    config_label: str
+
+
+def runs_to_resend(*, session: Session, run_ids: Collection[int]) -> list[RunToResend]:
+    """The runs ``run_ids`` with their campaign's network and horizon, in id order."""
+    if not run_ids:
+        return []
+    rows = session.execute(
+        select(Run.id, Run.campaign_id, Campaign.network, Campaign.t_end, Run.method,
+               Run.config_label)
+        .join(Campaign, Campaign.id == Run.campaign_id)
+        .where(Run.id.in_(list(run_ids)))
+        .order_by(Run.id)
+    ).all()  # fmt: skip
+    return [RunToResend(*row) for row in rows]
+
+
+def release_runs(
+    *, session: Session, attempts: Mapping[int, int], now: datetime, message: str
+) -> list[int]:
+    """Hand running attempts back to the queue without counting them (their worker could not
+    publish for a reason outside the run, a full results store): queued again, the attempt
+    count restored, ``message`` saying why they wait; the reconciler re-sends them after
+    ``requeue_grace_seconds``. Only attempts that still own their run; returns those run ids."""
+    released = []
+    for run_id, attempt in attempts.items():
+        changed = session.execute(
+            update(Run)
+            .where(Run.id == run_id, Run.attempts == attempt,
+                   Run.status == RunStatus.RUNNING.value)
+            .values(status=RunStatus.QUEUED.value, attempts=attempt - 1, lease_until=None,
+                    enqueued_at=now, message=message)
+            .execution_options(**_NO_SYNC)
+        ).rowcount  # fmt: skip
+        if changed:
+            released.append(run_id)
+    return released
