@@ -190,8 +190,10 @@ def test_solvers_and_health(client) -> None:
         "database": "ok",
         "broker": "ok",
         "store": "ok",
+        "store_free_bytes": health["store_free_bytes"],
         "version": health["version"],
     }
+    assert health["store_free_bytes"] > 0
 
 
 def test_health_names_what_is_down_and_nothing_about_it(make_settings, tmp_path) -> None:
