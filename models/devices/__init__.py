@@ -5,6 +5,7 @@ and wscc9 (``PROJECT_MODELS``; per unit on the system base, without limits so f 
 ``models.assembly`` turns a network and device instances into one ``DAESystem``."""
 
 from models.devices.base import DeviceModel
+from models.devices.cim5 import CIM5
 from models.devices.esac1a import ESAC1A
 from models.devices.esdc2a import ESDC2A
 from models.devices.esst1a import ESST1A
@@ -40,7 +41,8 @@ from models.devices.two_axis import TWO_AXIS
 
 MODELS: dict[str, DeviceModel] = {
     m.name: m
-    for m in (ESAC1A, ESDC2A, ESST1A, ESST3A, EXAC1, EXDC2, EXST1, GAST, GENCLS, GENROU, GENSAL,
+    for m in (CIM5, ESAC1A, ESDC2A, ESST1A, ESST3A, EXAC1, EXDC2, EXST1, GAST, GENCLS, GENROU,
+              GENSAL,
               HYGOV, IEEEG1, IEEEST, IEEET1, IEEEX1, IEESGO, PVD1, REECA1, REGCA1, REPCA1, SCRX,
               SEXS, ST2CUT, TGOV1)
 }  # fmt: skip
@@ -53,6 +55,7 @@ PROJECT_MODELS: dict[str, DeviceModel] = {
 """The project's models by name (the ``CaseConfig`` names of the MATPOWER builder)."""
 
 __all__ = [
+    "CIM5",
     "ESAC1A",
     "ESDC2A",
     "ESST1A",

@@ -13,6 +13,7 @@ import numpy as np
 
 from models.assembly import (
     SLOT_ROLES,
+    BusDevice,
     Device,
     GeneratorSlot,
     assemble,
@@ -44,6 +45,8 @@ class PsseCase:
     grid: Grid
     slots: tuple[GeneratorSlot, ...]
     description: str
+    bus_devices: tuple[BusDevice, ...] = ()
+    """Load models (CIM5BL motors) on their loads' buses."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -54,7 +57,7 @@ def build_psse_case(raw_text: str, dyr_text: str, name: str, **options) -> DAESy
     """The DAE of a raw/dyr pair (options of ``load_psse_case``). Warnings and notes are in
     ``system.info["warnings"]``."""
     case = load_psse_case(raw_text, dyr_text, name, **options)
-    return assemble(case.grid, case.slots, case.description)
+    return assemble(case.grid, case.slots, case.description, case.bus_devices)
 
 
 def load_psse_case(
@@ -87,11 +90,16 @@ def load_psse_case(
         solved.load_s, solved.load_i, solved.load_y, np.abs(solved.voltage[solved.load_bus]),
         fractions,
     )  # fmt: skip
-    warnings.append(load_model_note(raw_file, fractions))
     slot_of = {(bus, gid.strip()): k for k, (bus, gid) in enumerate(net.gen_ids)}
+    bus_devices: list[BusDevice] = []
+    on_load: dict[int, str] = {}
     found: list[dict[str, object]] = [{} for _ in net.gen_ids]
     for rec in dyr.records:
         key = (rec.bus, rec.id)
+        if MODELS[rec.model].role == "bus":
+            bus_devices.append(_load_model(raw, net.grid, rec, dyr_file, raw_file, on_load,
+                                           warnings))  # fmt: skip
+            continue
         if key not in slot_of:
             raise PsseError(
                 dyr_file, rec.line, f"{rec.model} record",
@@ -126,6 +134,9 @@ def load_psse_case(
             warnings += [f"{dyr_file}, line {rec.line}: {rec.model} of machine '{rec.id}' at bus "
                          f"{rec.bus}: {text}" for text in model.readings(params)]  # fmt: skip
         slot[role] = Device(model, params, f"{dyr_file}, line {rec.line}")
+    warnings.append(load_model_note(raw_file, fractions))
+    for k in on_load:  # a motor's load keeps its parts: the motor takes its constant power
+        load_s[k], load_i[k], load_y[k] = solved.load_s[k], solved.load_i[k], solved.load_y[k]
     missing = [solved.gen_names[k] for k, slot in enumerate(found) if "machine" not in slot]
     if missing:
         raise PsseError(
@@ -179,14 +190,59 @@ def load_psse_case(
             if d
         }
     )
+    motors = f", {len(bus_devices)} CIM5BL motor loads" if bus_devices else ""
     description = (
         f"{name}: PSS/E case {raw_file} + {dyr_file}: {grid.n_bus} buses, "
-        f"{grid.n_branch} branches, {len(slots)} machines ({', '.join(models)})"
+        f"{grid.n_branch} branches, {len(slots)} machines ({', '.join(models)}){motors}"
     )
     for role in SLOT_ROLES:
         check_parameters(slots, role)
     check_slots(slots)
-    return PsseCase(grid, tuple(slots), description)
+    return PsseCase(grid, tuple(slots), description, tuple(bus_devices))
+
+
+def _load_model(raw, grid: Grid, rec, dyr_file: str, raw_file: str, on_load: dict[int, str],
+                warnings: list[str]) -> BusDevice:  # fmt: skip
+    """A load record's motor (CIM5BL: bus and load ID) as a bus device asked to draw the load's
+    constant-power part PL + jQL (``models.devices.cim5``); its motor base MBASE, or PMULT x PL
+    where MBASE = 0, as ``scale`` = base / SBASE. Readings go to ``warnings``."""
+    model = MODELS[rec.model]
+    where = f"{dyr_file}, line {rec.line}"
+    what = f"{rec.model} record"
+    loads = [k for k, ld in enumerate(raw.loads) if (ld.bus, ld.id.strip()) == (rec.bus, rec.id)]
+    if not loads:
+        raise PsseError(
+            dyr_file,
+            rec.line,
+            what,
+            f"no in-service load '{rec.id}' at bus {rec.bus} in {raw_file}",
+        )
+    k = loads[0]
+    if k in on_load:
+        taken = f"load '{rec.id}' at bus {rec.bus} already has a motor ({on_load[k]})"
+        raise PsseError(dyr_file, rec.line, what, taken)
+    load = raw.loads[k]
+    if load.pl <= 0:
+        raise PsseError(dyr_file, rec.line, what,
+                        f"load '{rec.id}' at bus {rec.bus} has no constant-power P (PL = "
+                        f"{load.pl:g} MW) for its motor to draw")  # fmt: skip
+    params = dict(zip(model.params, rec.values, strict=True))
+    problems = model.check({n: np.array([v]) for n, v in params.items()})
+    if problems:
+        raise ValueError("; ".join(f"{where}: {rec.model} {name} = {params[name]:g} {why}"
+                                   for name, _, why in problems))  # fmt: skip
+    base = params["MBASE"] if params["MBASE"] > 0 else params["PMULT"] * load.pl
+    params["scale"] = base / grid.sbase
+    text = [f"motor base {base:g} MVA" + ("" if params["MBASE"] > 0 else
+            f" (MBASE = 0: PMULT {params['PMULT']:g} x PL {load.pl:g} MW)"),
+            f"draws the load's constant-power part PL + jQL = {load.pl:g} + j{load.ql:g} MVA "
+            "(motor and compensating shunt); its IP, IQ, YP, YQ stay static"]  # fmt: skip
+    warnings += [f"{where}: {rec.model} on load '{rec.id}' at bus {rec.bus}: {w}"
+                 for w in text + model.readings(params)]  # fmt: skip
+    on_load[k] = where
+    bus = int(np.flatnonzero(np.asarray(grid.bus_numbers) == rec.bus)[0])
+    s = -complex(load.pl, load.ql) / grid.sbase
+    return BusDevice(f"cim5_{rec.bus}_{rec.id}", bus, Device(model, params, where), s)
 
 
 def _monitored_branch(grid: Grid, params: dict, rec, dyr_file: str) -> dict[str, float]:
