@@ -63,6 +63,7 @@ CASES = {
     "ieee14_hygov": ("ieee14.raw", "ieee14_hygov.dyr", IEEE14_EVENTS),
     "ieee14_gast": ("ieee14.raw", "ieee14_gast.dyr", IEEE14_EVENTS),
     "ieee14_solar": ("ieee14_solar.raw", "ieee14_solar.dyr", IEEE14_EVENTS),
+    "ieee14_pvd1": ("ieee14_pvd1.raw", "ieee14_pvd1.dyr", IEEE14_EVENTS),
     "ieee14_zip": (
         "ieee14_zip.raw", "ieee14_zip.dyr",
         {**IEEE14_EVENTS, "loads": "as given", "fault_x": 0.3},
@@ -110,6 +111,15 @@ COARSE = {("ieee14_solar", "fault"): 1 / 250}
 1/30 s and 1/60 s runs stop at the clearing ("time step reduced to zero": ESST3A's rectifier
 function meets a negative square root) and its 1/120 s run ends at a wrong point (bus 9 stays at
 0.25 pu after the clearing); its 1/250 s run follows the 1 ms run."""
+PVD1_ORDER = ("IGREG", "Pqflag", "Xc", "Qmx", "Qmn", "v0", "v1", "dqdv", "fdbd", "Ddn", "Imax",
+              "Vt0", "Vt1", "Vt2", "Vt3", "Vrflag", "Ft0", "Ft1", "Ft2", "Ft3", "Frflag", "Tg",
+              "Tf", "Vtmax", "Lvpnt1", "Lvpnt0", "Qmin", "Khv")  # fmt: skip
+"""The PVD1 record's order (``models/devices/pvd1.py``). ANDES 2.0.0's ``.dyr`` reader has no
+PVD1: its records are left out of the file ANDES reads and added as ANDES PVD1 devices
+(``add_pvd1``), each with a BusFreq at its bus."""
+PVD1_TW = 0.02
+"""The washout of the frequency PVD1 measures (``models.devices.pvd1.TW_FREQ``): the Tw of the
+BusFreq each ANDES PVD1 reads."""
 RECLOSE_CASES = ("ieee14_genrou",)
 """Cases with a fourth event, ``reclose``: the line of ``line`` tripped at T_EVENT and reclosed
 at T_CLEAR (ANDES's two ``Toggle`` records on it)."""
@@ -145,7 +155,8 @@ def machines(dyr: Path) -> list[tuple[int, str, str]]:
 def device_records_only(dyr: Path, folder: Path) -> Path:
     """A copy of ``dyr`` without ANDES's event records (``Line 'Toggle' ...``): the events of a
     reference run are the ones this script adds."""
-    kept = [r for r in dyr.read_text().split("/") if r.split() and r.split()[0].isdigit()]
+    kept = [r for r in dyr.read_text().split("/") if r.split() and r.split()[0].isdigit()
+            and r.split()[1].strip("'").upper() != "PVD1"]  # fmt: skip
     out = folder / dyr.name
     out.write_text("/\n".join(r.strip("\n") for r in kept) + "/\n")
     return out
@@ -240,11 +251,65 @@ def as_given_loads(ss, raw: Path) -> None:
                        "kqz": -100 * yq * v**2 / q})  # fmt: skip
 
 
+def raw_machines(raw: Path) -> list[tuple[int, str]]:
+    """(bus, id) of the raw file's generator records in order."""
+    text = raw.read_text().splitlines()
+    start = next(k for k, s in enumerate(text) if "BEGIN GENERATOR DATA" in s.upper())
+    out = []
+    for line in text[start + 1 :]:
+        if line.strip().startswith("0 /") or line.strip() == "0":
+            break
+        fields = [f.strip() for f in line.split(",")]
+        out.append((int(fields[0]), fields[1].strip("'").strip()))
+    return out
+
+
+def add_pvd1(ss, raw: Path, dyr: Path) -> None:
+    """Each PVD1 record of ``dyr`` as an ANDES PVD1 on its machine's PV generator (the whole of
+    it: gammap = gammaq = 1, Sn its MBASE), reading a BusFreq at its bus (Tf the record's, Tw
+    ``PVD1_TW``). ANDES takes fdbd in Hz and Ddn in pu/Hz (the record: per unit of frequency),
+    has two lags Tip = Tiq = Tg, and has none of Vtmax, Lvpnt1, Lvpnt0, Qmin, Khv: a record whose
+    values of these would act (Khv != 0, Lvpnt0 != 0, Lvpnt1 > 0.01, Qmin > -Imax) is refused."""
+    records = psse_records(dyr, "PVD1")
+    ids = [r.split()[2].strip("'") for r in dyr.read_text().split("/")
+           if len(r.split()) > 3 and r.split()[1].strip("'").upper() == "PVD1"]  # fmt: skip
+    order = raw_machines(raw)
+    pv_at = {}  # the ANDES PV of each raw machine (ANDES adds a bus's PV records in raw order)
+    for b in sorted({b for b, _ in order}):
+        pvs = [i for i, pb in zip(ss.PV.idx.v, ss.PV.bus.v, strict=True) if int(pb) == b]
+        gids = [g for ob, g in order if ob == b]
+        if len(pvs) == len(gids):
+            pv_at.update({(b, g): i for g, i in zip(gids, pvs, strict=True)})
+    fn = float(ss.config.freq)
+    freq_of = {}
+    for (bus, values), gid in zip(records, ids, strict=True):
+        v = dict(zip(PVD1_ORDER, values, strict=True))
+        if v["Khv"] != 0 or v["Lvpnt0"] != 0 or v["Lvpnt1"] > 0.01 or v["Qmin"] > -v["Imax"]:
+            raise SystemExit(f"PVD1 at bus {bus} '{gid}': a logic ANDES's PVD1 lacks would act")
+        if v["IGREG"] != 0:
+            raise SystemExit(f"PVD1 at bus {bus} '{gid}': IGREG != 0")
+        if bus not in freq_of:
+            freq_of[bus] = ss.add("BusFreq", {"bus": bus, "Tf": v["Tf"], "Tw": PVD1_TW, "fn": fn})
+        gen = pv_at[(bus, gid)]
+        sn = float(ss.PV.Sn.v[ss.PV.idx.v.index(gen)])
+        ss.add("PVD1", {
+            "bus": bus, "gen": gen, "Sn": sn, "fn": fn, "busf": freq_of[bus], "xc": v["Xc"],
+            "pqflag": v["Pqflag"], "qmx": v["Qmx"], "qmn": v["Qmn"], "v0": v["v0"], "v1": v["v1"],
+            "dqdv": v["dqdv"], "fdbd": v["fdbd"] * fn, "ddn": v["Ddn"] / fn, "ialim": v["Imax"],
+            "vt0": v["Vt0"], "vt1": v["Vt1"], "vt2": v["Vt2"], "vt3": v["Vt3"],
+            "vrflag": v["Vrflag"], "ft0": v["Ft0"], "ft1": v["Ft1"], "ft2": v["Ft2"],
+            "ft3": v["Ft3"], "frflag": v["Frflag"], "tip": v["Tg"], "tiq": v["Tg"],
+            "gammap": 1.0, "gammaq": 1.0,
+        })  # fmt: skip
+
+
 def run(raw: Path, dyr: Path, event: str, spec: dict, h: float):
     with tempfile.TemporaryDirectory() as folder:
         plain = andes_reader_order(device_records_only(dyr, Path(folder)))
         ss = andes.load(str(raw), addfile=str(plain), setup=False, default_config=True,
                         no_output=True)  # fmt: skip
+    if psse_records(dyr, "PVD1"):
+        add_pvd1(ss, raw, dyr)
     gens = machines(dyr)
     if event == "fault":
         fault = {"bus": spec["fault_bus"], "tf": T_EVENT, "tc": T_CLEAR, "rf": 0.0}
