@@ -1,12 +1,14 @@
-"""Response schemas (the request schema is ``raptorgrid.spec.CampaignCreate``)."""
+"""Response schemas (the request schemas are ``raptorgrid.spec.CampaignCreate`` and
+``RetryRequest``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from raptorgrid.repository.retry import DEFAULT_RETRY_REASONS, RETRY_REASONS
 from raptorgrid.spec import CampaignCreate, Thresholds
 from raptorgrid.tables import Campaign
 from solvers.status import FailureReason, RunStatus
@@ -22,6 +24,8 @@ __all__ = [
     "Health",
     "Pareto",
     "Ranking",
+    "RetryPublic",
+    "RetryRequest",
     "RunMetricsPublic",
     "RunPublic",
     "RunsPublic",
@@ -142,6 +146,45 @@ class RunsPublic(BaseModel):
     count: int
     limit: int
     offset: int
+
+
+class RetryRequest(BaseModel):
+    """``POST /campaigns/{id}/retry``: the failure reasons whose failed runs run again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reasons: list[FailureReason] = Field(
+        default_factory=lambda: list(DEFAULT_RETRY_REASONS),
+        min_length=1,
+        description="failure reasons to retry (default: the infrastructure ones, "
+        + ", ".join(r.value for r in DEFAULT_RETRY_REASONS)
+        + ")",
+    )
+
+    @field_validator("reasons")
+    @classmethod
+    def _failed_reasons(cls, reasons: list[FailureReason]) -> list[FailureReason]:
+        wrong = [r.value for r in reasons if r not in RETRY_REASONS]
+        if wrong:
+            raise ValueError(
+                f"{', '.join(wrong)}: cancelled runs are not failed runs; choose among "
+                + ", ".join(r.value for r in RETRY_REASONS)
+            )
+        return list(dict.fromkeys(reasons))
+
+
+class RetryPublic(BaseModel):
+    """What a retry put back in the queue."""
+
+    campaign_id: int
+    reasons: list[FailureReason]
+    requeued: int
+    """Failed runs of those reasons queued again (0: none matched, nothing changed)."""
+    messages: int
+    """Broker messages that carried them (0 with ``sent`` false: the reconciler sends them)."""
+    sent: bool
+    status: str
+    """The campaign's status after the retry (running when a run was re-queued)."""
 
 
 class CampaignListItem(BaseModel):

@@ -1,4 +1,5 @@
-"""Campaign commands: ``run`` (embedded), ``submit`` and ``status`` (API or local database)."""
+"""Campaign commands: ``run`` (embedded), ``submit``, ``status``, ``cancel`` and ``retry`` (API or
+local database)."""
 
 from __future__ import annotations
 
@@ -258,6 +259,83 @@ def _local_cancel(campaign_id: int) -> dict[str, Any]:
     return _local_status(campaign_id)[0]
 
 
+ReasonOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reason",
+        help="a failure reason to retry (repeat the option for several; default: internal_error "
+        "and time_limit, the infrastructure ones)",
+    ),
+]
+
+
+def retry_reasons(given: list[str] | None) -> list[str]:
+    """The reasons to retry: ``given`` checked against the failure reasons of failed runs
+    (a ``UserError`` listing them for an unknown one), else the default ones."""
+    from raptorgrid.repository.retry import DEFAULT_RETRY_REASONS, RETRY_REASONS
+
+    if not given:
+        return [r.value for r in DEFAULT_RETRY_REASONS]
+    valid = [r.value for r in RETRY_REASONS]
+    wrong = [r for r in given if r not in valid]
+    if wrong:
+        raise UserError(
+            f"--reason {', '.join(repr(r) for r in wrong)}: not the reason of a failed run; "
+            f"choose among {', '.join(valid)}"
+        )
+    return list(dict.fromkeys(given))
+
+
+def retry(
+    campaign_id: Annotated[int, typer.Argument(help="campaign id")],
+    reasons: ReasonOpt = None,
+    api: ApiOpt = None,
+) -> None:
+    """Run again a campaign's failed runs of the chosen reasons (attempts reset, re-sent in
+    batches); runs not failed or failed otherwise are untouched. A cancelled campaign is not
+    retried."""
+    with user_errors():
+        chosen = retry_reasons(reasons)
+        if api:
+            url = f"{api.rstrip('/')}/campaigns/{campaign_id}/retry"
+            retried = _api_call("POST", url, json={"reasons": chosen})
+            requeued, messages = retried["requeued"], retried["messages"]
+        else:
+            requeued, messages = _local_retry(campaign_id, chosen)
+        note = "" if requeued else " (no failed run of those reasons)"
+        console.print(
+            f"campaign {campaign_id}: {requeued} failed runs ({', '.join(chosen)}) queued again "
+            f"in {messages} messages{note}",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _local_retry(campaign_id: int, reasons: list[str]) -> tuple[int, int]:
+    from raptorgrid.celery_app import create_celery
+    from raptorgrid.retry import NotRetryable, retry_campaign
+    from raptorgrid.settings import get_settings
+    from solvers.status import FailureReason
+
+    settings = get_settings()
+    db = existing_database(settings)
+    try:
+        retried = retry_campaign(
+            db=db,
+            celery=create_celery(settings),
+            settings=settings,
+            campaign_id=campaign_id,
+            reasons=[FailureReason(r) for r in reasons],
+        )
+    except NotRetryable as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        db.dispose()
+    if retried is None:
+        raise UserError(f"campaign {campaign_id} not found in {settings.database_url}")
+    return len(retried.run_ids), retried.messages
+
+
 def _local_status(campaign_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from raptorgrid import repository as repo
     from raptorgrid.api.schemas import CampaignPublic
@@ -285,3 +363,4 @@ def register(app: typer.Typer) -> None:
     app.command()(submit)
     app.command()(status)
     app.command()(cancel)
+    app.command()(retry)

@@ -24,6 +24,12 @@ from raptorgrid.repository.reconcile import (
     runs_to_resend,
     stale_queued,
 )
+from raptorgrid.repository.retry import (
+    DEFAULT_RETRY_REASONS,
+    RETRY_REASONS,
+    NotRetryable,
+    retry_failed,
+)
 from raptorgrid.repository.runs import (
     Claim,
     Finish,
@@ -45,6 +51,9 @@ from raptorgrid.repository.runs import (
 
 __all__ = [
     "Claim",
+    "DEFAULT_RETRY_REASONS",
+    "NotRetryable",
+    "RETRY_REASONS",
     "Finish",
     "FinishOutcome",
     "LeaseState",
@@ -71,6 +80,7 @@ __all__ = [
     "mark_in_transit",
     "release_runs",
     "requeue_expired",
+    "retry_failed",
     "runs_to_resend",
     "run_counts",
     "runs_inputs",

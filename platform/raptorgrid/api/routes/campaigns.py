@@ -1,10 +1,10 @@
-"""/campaigns: submit, read with progress counts, list runs, cancel, delete
+"""/campaigns: submit, read with progress counts, list runs, cancel, retry failed runs, delete
 (per-method statistics: ``routes/stats.py``).
 
-Submitting, cancelling and deleting need an API token; a campaign belongs to its submitter and
-only its owner (or an admin) may cancel or delete it; it runs on a library network or on an
-uploaded case of its owner's or a shared one. Reads follow ``read_requires_token`` and are
-limited to the owner when it is set (``api.access``).
+Submitting, cancelling, retrying and deleting need an API token; a campaign belongs to its
+submitter and only its owner (or an admin) may cancel, retry or delete it; it runs on a library
+network or on an uploaded case of its owner's or a shared one. Reads follow
+``read_requires_token`` and are limited to the owner when it is set (``api.access``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,11 @@ from raptorgrid.api.schemas import (
     CampaignCreate,
     CampaignCreated,
     CampaignPublic,
+    RetryPublic,
+    RetryRequest,
     RunsPublic,
 )
+from raptorgrid.retry import NotRetryable, retry_campaign
 from raptorgrid.submission import IdempotencyConflict, submit_campaign
 from raptorgrid.tables import CampaignStatus, utcnow
 from raptorgrid.zarr_store import delete_campaign_store
@@ -167,6 +170,47 @@ def cancel_campaign(campaign_id: int, db: DatabaseDep, principal: PrincipalDep) 
         return CampaignPublic.from_row(
             campaign, repo.run_counts(session=session, campaign_id=campaign_id)
         )
+
+
+@router.post(
+    "/{campaign_id}/retry",
+    response_model=RetryPublic,
+    responses={409: {"description": "the campaign was cancelled"}, **AUTH_ERRORS},
+)
+def retry_failed_runs(
+    campaign_id: int,
+    db: DatabaseDep,
+    celery: CeleryDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
+    body: Annotated[RetryRequest | None, Body()] = None,
+) -> RetryPublic:
+    """Run again the campaign's failed runs of the given reasons (default: the infrastructure
+    ones): queued with their attempts reset, the campaign running again, then sent in batches.
+    Runs not failed, or failed for another reason, are untouched."""
+    request = body if body is not None else RetryRequest()
+    with db.read() as session:
+        _owned_campaign(session, campaign_id, principal, "retry")
+    try:
+        retried = retry_campaign(
+            db=db, celery=celery, settings=settings, campaign_id=campaign_id,
+            reasons=request.reasons,
+        )  # fmt: skip
+    except NotRetryable as exc:
+        raise HTTPException(status_code=409, detail=str(exc)) from None
+    if retried is None:  # deleted meanwhile
+        raise not_found("campaign", campaign_id)
+    with db.read() as session:
+        campaign = repo.get_campaign(session=session, campaign_id=campaign_id)
+        status = campaign.status if campaign is not None else CampaignStatus.RUNNING.value
+    return RetryPublic(
+        campaign_id=campaign_id,
+        reasons=request.reasons,
+        requeued=len(retried.run_ids),
+        messages=retried.messages,
+        sent=retried.sent,
+        status=status,
+    )
 
 
 @router.delete(
