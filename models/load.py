@@ -10,9 +10,9 @@
 A source is a path (``str`` or ``Path``) or, for PSS/E, the file's text (a string holding a line
 break). PSS/E pairs go through ``models.psse.case`` (the ``.raw`` revision 32-35 reader, the
 ``.dyr`` models of ``models.devices.MODELS``; ``substitute`` and ``load_conversion`` as there: the
-dynamics use the load records' constant-power, constant-current and constant-admittance parts as
-given unless ``load_conversion`` asks for PSS/E's CONL conversion, e.g.
-``models.psse.case.ANDES_LOAD_CONVERSION``, everything to constant admittance);
+dynamics keep the load records' constant-current and constant-admittance parts and convert their
+constant-power parts to constant admittance, PSS/E's CONL practice, unless ``load_conversion``
+says otherwise: ``None`` keeps them as given);
 without a ``.dyr`` the result is the network at its power flow (``models.grid.Grid``), since the
 dynamic models come only from the ``.dyr``. MATPOWER ``.m`` and pandapower ``.json`` files go
 through ``models.cases.matpower.build_matpower_case`` (machines, exciters and governors by the

@@ -29,8 +29,10 @@ ESST4B = "1 'ESST4B' 1 0.02 20.0 0.02 1.0 /\n"
 
 
 def _authorize(client: TestClient) -> None:
+    """A token of owner ``t``, the owner ``run_campaign_through_api`` submits as: a campaign may
+    run only on its owner's (or a shared) uploaded case."""
     with client.app.state.db.write() as session:
-        client.headers["Authorization"] = f"Bearer {create_token(session=session, owner='p')[1]}"
+        client.headers["Authorization"] = f"Bearer {create_token(session=session, owner='t')[1]}"
 
 
 def _stored(client: TestClient) -> int:

@@ -145,11 +145,12 @@ def test_voltage_dip_slows_the_motor_to_the_circuits_equilibrium_and_back() -> N
 
 
 def test_ieee14_with_motors_rides_through_a_fault() -> None:
-    """A bus fault (x = 0.05 pu, 0.1 s) with the three motors: Radau runs through, the motors'
-    slips rise during the fault and settle near their initial values."""
+    """A bus fault (x = 0.05 pu, 0.1 s) with the three motors and the other loads as given
+    (constant power): Radau runs through, the motors' slips rise during the fault and settle
+    near their initial values."""
     from models.disturbances import BusFault
 
-    system = build(SINGLE + TYPE1 + TYPE2)
+    system = build(SINGLE + TYPE1 + TYPE2, load_conversion=None)
     scenario = make_scenario(system, BusFault(bus="bus9", t_fault=0.2, t_clear=0.3, r=0.0,
                                               x=0.05), t_end=3.0, n_eval=301)  # fmt: skip
     result = solve(system, scenario, "radau", rtol=1e-6, atol=1e-8)

@@ -135,12 +135,16 @@ def test_load_conversion_keeps_the_operating_point() -> None:
         convert_loads(s, i, y, vm, (1.5, 0.0, 0.0, 0.0))
 
 
-def test_loads_are_kept_as_given_unless_a_conversion_is_asked_for() -> None:
-    """By default the dynamics draw each load record's parts as the power flow does (Kundur's
-    loads: constant power); ANDES's conversion moves them to constant admittance. Both start at
-    the same operating point, at equilibrium, and the warning names the load model used."""
+def test_loads_are_converted_by_default_and_kept_as_given_on_request() -> None:
+    """By default the constant-power parts go to constant admittance (PSS/E's CONL practice,
+    ANDES's default); with ``load_conversion=None`` the dynamics draw each load record's parts
+    as the power flow does (Kundur's loads: constant power). Both start at the same operating
+    point, at equilibrium, and the warning names the load model used."""
     dyr = (DATA / "kundur_sexs_tgov1.dyr").read_text()
-    given, converted = build(dyr), build(dyr, load_conversion=ANDES_LOAD_CONVERSION)
+    given, converted = build(dyr, load_conversion=None), build(dyr)
+    assert build(dyr, load_conversion=ANDES_LOAD_CONVERSION).params["load_g"].tolist() == (
+        converted.params["load_g"].tolist()
+    )
     loads = {ld.bus: complex(ld.pl, ld.ql) / 100.0 for ld in parse_raw(KUNDUR_RAW).loads}
     for system in (given, converted):
         assert system.info["init_max_abs_f"] <= 1e-8 and system.info["init_max_abs_g"] <= 1e-8

@@ -29,11 +29,16 @@ from models.psse.network import build_network
 from models.psse.raw import parse_raw
 from models.psse.records import PsseError
 
-ANDES_LOAD_CONVERSION = (0.0, 1.0, 0.0, 1.0)
-"""The conversion ANDES 2.0.0 applies to its PQ loads in the dynamics (its ``PQ`` config ``p2z =
-q2z = 1``): fractions (P to I, P to Z, Q to I, Q to Z), i.e. every constant-power part to
-constant admittance. Not the default (``load_psse_case``); the cross-check against ANDES asks for
-it (``tests/psse_crosscheck.py``)."""
+LOAD_CONVERSION = (0.0, 1.0, 0.0, 1.0)
+"""The default conversion of the loads' constant-power parts for the dynamics, as fractions (P
+to I, P to Z, Q to I, Q to Z): every constant-power part to constant admittance at the solved
+voltage (PSS/E's CONL, which planners run before a dynamic simulation, and ANDES 2.0.0's ``PQ``
+default ``p2z = q2z = 1``). The records' constant-current and constant-admittance parts are kept
+as given either way. ``load_conversion=None`` keeps the constant-power parts too: without
+PSS/E's low-voltage PQBRAK characteristic (not modelled) a deep fault may then leave the network
+with no solution (Kundur's N-1 line trips: 24 of 30 runs)."""
+ANDES_LOAD_CONVERSION = LOAD_CONVERSION
+"""ANDES's conversion, named where the cross-check asks for it (``tests/psse_crosscheck.py``)."""
 ZSORCE_TOLERANCE = 1e-6
 """|ZX - X''d| (pu on MBASE) above which a note records that ZSORCE differs from X''d."""
 
@@ -68,16 +73,16 @@ def load_psse_case(
     raw_file: str = "case.raw",
     dyr_file: str = "case.dyr",
     substitute: bool = False,
-    load_conversion: tuple[float, float, float, float] | None = None,
+    load_conversion: tuple[float, float, float, float] | None = LOAD_CONVERSION,
 ) -> PsseCase:
     """Parse, solve the power flow, attach the dynamic records and check their parameters;
     ``substitute`` leaves unsupported controllers out with a warning (``models.psse.dyr``).
 
-    Loads: the dynamics use each ``.raw`` load record's constant-power (PL + jQL),
-    constant-current (IP + jIQ) and constant-admittance (YP - jYQ) parts as given, the same
-    parts as the power flow (``load_conversion=None``, the default); ``load_conversion`` =
-    (P to I, P to Z, Q to I, Q to Z) converts those fractions of the constant-power parts first
-    (``convert_loads``, PSS/E's CONL; ``ANDES_LOAD_CONVERSION`` is ANDES's). A warning on the
+    Loads: the dynamics use each ``.raw`` load record's constant-current (IP + jIQ) and
+    constant-admittance (YP - jYQ) parts as given, and its constant-power part (PL + jQL)
+    converted by ``load_conversion`` = (P to I, P to Z, Q to I, Q to Z) at the solved voltage
+    (``convert_loads``, PSS/E's CONL; default ``LOAD_CONVERSION``, all to constant admittance);
+    ``load_conversion=None`` keeps the constant-power parts as given too. A warning on the
     network says which. Raises ``PsseError`` (file, line, record) or ``ValueError`` (a parameter
     value, naming its record)."""
     raw = parse_raw(raw_text, raw_file)
@@ -93,7 +98,7 @@ def load_psse_case(
     slot_of = {(bus, gid.strip()): k for k, (bus, gid) in enumerate(net.gen_ids)}
     bus_devices: list[BusDevice] = []
     on_load: dict[int, str] = {}
-    found: list[dict[str, object]] = [{} for _ in net.gen_ids]
+    found: list[dict[str, Device]] = [{} for _ in net.gen_ids]
     for rec in dyr.records:
         key = (rec.bus, rec.id)
         if MODELS[rec.model].role == "bus":
