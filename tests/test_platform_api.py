@@ -239,3 +239,26 @@ def test_source_switch_without_optional_elements_is_accepted(client, small_spec)
     small_spec["disturbances"] = [{"kind": "source_switch", "t": 0.05}]
     response = client.post("/campaigns", json=small_spec)
     assert response.status_code in (200, 201, 202), response.text
+
+
+def test_a_campaign_says_it_is_paused_while_its_runs_wait_for_store_space(client, small_spec):
+    """Runs handed back because the results store was full (``workers.attempt``) make the
+    campaign say why it is not progressing; once they run again it no longer does."""
+    from raptorgrid import repository as repo
+    from raptorgrid.tables import Run
+    from sqlalchemy import select, update
+
+    created = client.post("/campaigns", json=small_spec)
+    assert created.status_code == 201, created.text
+    campaign_id = created.json()["id"]
+    assert client.get(f"/campaigns/{campaign_id}").json()["paused"] is None
+    with client.app.state.db.write() as session:
+        ids = session.scalars(select(Run.id).where(Run.campaign_id == campaign_id)).all()[:2]
+        session.execute(
+            update(Run).where(Run.id.in_(ids)).values(message=f"{repo.STORE_FULL} (No space)")
+        )
+    paused = client.get(f"/campaigns/{campaign_id}").json()["paused"]
+    assert paused is not None and "2 run(s) wait for space" in paused
+    with client.app.state.db.write() as session:
+        session.execute(update(Run).where(Run.id.in_(ids)).values(status="running"))
+    assert client.get(f"/campaigns/{campaign_id}").json()["paused"] is None

@@ -67,7 +67,7 @@ def settle(
     if is_full(exc):  # an infrastructure failure: the runs wait for space, attempt not counted
         log.error("%s: results store full; runs handed back to the queue: %s", what, exc)
         message = (
-            f"waiting for space in the results store ({exc}); retried after "
+            f"{repo.STORE_FULL} ({exc}); retried after "
             f"{ctx.settings.requeue_grace_seconds:g} s, the attempt not counted"
         )
 

@@ -62,13 +62,17 @@ class CampaignPublic(_FromRow):
     """The submitted spec: for the campaign's owner and admins only (else null)."""
     owner: str | None = None
     """For the campaign's owner and admins only (else null)."""
+    paused: str | None = None
+    """Why the campaign is not progressing, where it is not by itself (runs waiting for space in
+    a full results store: they resume once there is space); null otherwise."""
 
     @classmethod
     def from_row(
-        cls, campaign: Campaign, counts: dict[str, int], *, private: bool = True
+        cls, campaign: Campaign, counts: dict[str, int], *, private: bool = True, waiting: int = 0
     ) -> CampaignPublic:
         """The campaign row with its run counts by status and its progress; without its owner
-        and spec unless ``private`` (the reader owns it or is an admin)."""
+        and spec unless ``private`` (the reader owns it or is an admin); ``waiting``: its runs
+        waiting for space in the results store (``repository.store_waiting``)."""
         done = campaign.n_succeeded + campaign.n_failed + campaign.n_cancelled
         fields = {k: getattr(campaign, k) for k in cls.model_fields if hasattr(campaign, k)}
         if not private:
@@ -79,6 +83,12 @@ class CampaignPublic(_FromRow):
                 "counts": counts,
                 "done": done,
                 "progress": done / campaign.n_runs if campaign.n_runs else 1.0,
+                "paused": (
+                    f"the results store is full: {waiting} run(s) wait for space and resume "
+                    "once there is some (GET /health shows the free bytes)"
+                    if waiting
+                    else None
+                ),
             }
         )
 

@@ -351,7 +351,10 @@ def _local_status(campaign_id: int) -> tuple[dict[str, Any], list[dict[str, Any]
                     f"campaign {campaign_id} not found in {get_settings().database_url}"
                 )
             counts = repo.run_counts(session=session, campaign_id=campaign_id)
-            public = CampaignPublic.from_row(campaign, counts).model_dump(mode="json")
+            waiting = repo.store_waiting(session=session, campaign_id=campaign_id)
+            public = CampaignPublic.from_row(campaign, counts, waiting=waiting).model_dump(
+                mode="json"
+            )
             rows = [c.as_dict() for c in config_stats(session=session, campaign_id=campaign_id)[0]]
     finally:
         db.dispose()

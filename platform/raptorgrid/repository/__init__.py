@@ -16,6 +16,7 @@ from raptorgrid.repository.campaigns import (
     run_counts,
 )
 from raptorgrid.repository.reconcile import (
+    STORE_FULL,
     Requeue,
     RunToResend,
     mark_in_transit,
@@ -23,6 +24,7 @@ from raptorgrid.repository.reconcile import (
     requeue_expired,
     runs_to_resend,
     stale_queued,
+    store_waiting,
 )
 from raptorgrid.repository.retry import (
     DEFAULT_RETRY_REASONS,
@@ -78,7 +80,9 @@ __all__ = [
     "renew_lease",
     "renew_leases",
     "mark_in_transit",
+    "STORE_FULL",
     "release_runs",
+    "store_waiting",
     "requeue_expired",
     "retry_failed",
     "runs_to_resend",

@@ -6,7 +6,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from raptorgrid.repository.campaigns import record_final
@@ -178,6 +178,25 @@ def runs_to_resend(*, session: Session, run_ids: Collection[int]) -> list[RunToR
         .order_by(Run.id)
     ).all()  # fmt: skip
     return [RunToResend(*row) for row in rows]
+
+
+STORE_FULL = "waiting for space in the results store"
+"""How a run handed back for lack of space in the results store begins its message
+(``release_runs``); ``store_waiting`` counts them."""
+
+
+def store_waiting(*, session: Session, campaign_id: int) -> int:
+    """Queued runs of the campaign handed back because the results store was full."""
+    return int(
+        session.scalar(
+            select(func.count()).where(
+                Run.campaign_id == campaign_id,
+                Run.status == RunStatus.QUEUED.value,
+                Run.message.startswith(STORE_FULL),
+            )
+        )
+        or 0
+    )
 
 
 def release_runs(

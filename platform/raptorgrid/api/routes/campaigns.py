@@ -133,6 +133,7 @@ def read_campaign(campaign_id: int, session: SessionDep, reader: ReaderDep) -> C
         campaign,
         repo.run_counts(session=session, campaign_id=campaign_id),
         private=reader.owns(campaign.owner),
+        waiting=repo.store_waiting(session=session, campaign_id=campaign_id),
     )
 
 
