@@ -36,10 +36,12 @@ from tests.psse_crosscheck import (
 
 ANDES_DEPARTS = {"kundur_full": "EXDC2", "ieee39_repaired": "IEEEST",
                  "wecc_full": "ESDC2A, IEEEG1", "ieee14_exac1": "EXAC1",
-                 "ieee14_esac1a": "ESAC1A", "ieee14_hygov": "HYGOV"}  # fmt: skip
+                 "ieee14_esac1a": "ESAC1A", "ieee14_hygov": "HYGOV",
+                 "ieee14_pvd1": "PVD1"}  # fmt: skip
 """Cases whose models ANDES 2.0.0 writes differently from PSS/E's block diagram: compared within
 ANDES's spread only with that departure given to ours (``andes_exdc2``, ``andes_ieeest``,
-``andes_esdc2a`` with ``andes_ieeeg1_rates``, ``andes_hygov``); see ``docs/models.md``."""
+``andes_esdc2a`` with ``andes_ieeeg1_rates``, ``andes_hygov``; PVD1's self-resetting trips in
+``tests/test_psse_pvd1.py``); see ``docs/models.md``."""
 CASES = sorted(set(metadata()["cases"]) - set(ANDES_DEPARTS))
 RADAU = {"rtol": 1e-6, "atol": 1e-8}
 """Our runs' tolerances: their integration error is below 0.5 % of ANDES's spread on every case

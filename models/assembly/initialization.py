@@ -126,7 +126,9 @@ def _initialize_converters(grid: Grid, lay: Layout, params: dict, x0, id0, iq0, 
     for grp in groups["converter"]:
         k = grp.members
         extra = ({"fn": grid.f_hz},) if grp.model.inputs else ()  # e.g. PVD1's frequency
-        init = grp.model.init(v_gen[k], s_mach[k], grp.params, *extra)
+        init = _named(
+            grp, lambda g=grp, k=k, e=extra: g.model.init(v_gen[k], s_mach[k], g.params, *e)
+        )
         _place(grp, init, params, x0, ("Ipout", "Iqout", "ipcmd", "iqcmd"))
         id0[k], iq0[k] = init["Ipout"], init["Iqout"]
         held["conv_ipcmd"][k], held["conv_iqcmd"][k] = init["ipcmd"], init["iqcmd"]

@@ -44,8 +44,10 @@ Readings (each also in ``readings``):
   the current limits and before the Tg lag.
 * Frequency: the bus frequency (the angle's derivative, PSS/E's network bus frequency) through
   the transducer lag Tf; the derivative is a washout of time constant TW_FREQ = 0.02 s (the
-  value of ANDES's BusFreq of the cross-check case). The angle is atan2 of the bus voltage, so
-  it must stay within (-pi, pi). fn is the network's frequency (Hz).
+  value of ANDES's BusFreq of the cross-check case). The lag's input theta - th is the angle of
+  the bus voltage turned back by th, so th runs on unwrapped where the bus angle passes +-pi
+  (it does when the frequency stays off nominal: 0.3 Hz for 1.7 s; a wrapped angle would read
+  as a frequency spike and trip the PV). fn is the network's frequency (Hz).
 * Qmx, Qmn bound the droop characteristic (the command saturates where the droop brings it to
   Qmx below v0 or to Qmn above v1, as the specification's Q-V curve is drawn); Qref itself is
   not limited (ANDES 2.0.0 reads them so too; its cross-check data solve at Q = -0.3387 pu,
@@ -175,11 +177,13 @@ def _derivatives(xs, vt, ipcmd, iqcmd, p, sig):
     """The converter's own commands drive it (``ipcmd``, ``iqcmd`` of the slot are not read)."""
     ip, iq, th, fw, mvl, mvh, mfl, mfh = xs
     c = _commands(xs, vt, p)
-    theta = jnp.arctan2(sig["vi"], sig["vr"])
+    # theta - th from the phasor turned back by th: no wrap where theta passes +-pi
+    sin, cos = jnp.sin(th), jnp.cos(th)
+    ahead = jnp.arctan2(sig["vi"] * cos - sig["vr"] * sin, sig["vr"] * cos + sig["vi"] * sin)
     d_m = [jnp.minimum(f - m, 0.0) / T_LATCH for f, m in zip(c["raw"], (mvl, mvh, mfl, mfh),
                                                             strict=True)]  # fmt: skip
     return ((c["share"] * c["ipc"] - ip) / p["Tg"], (c["share"] * c["iqc"] - iq) / p["Tg"],
-            (theta - th) / p["Tf"], (th - fw) / TW_FREQ, *d_m)  # fmt: skip
+            ahead / p["Tf"], (th - fw) / TW_FREQ, *d_m)  # fmt: skip
 
 
 def _init(v, s, p, sig) -> dict:
