@@ -215,18 +215,31 @@ def test_ieeex1_bypasses_zero_time_constants_and_refuses_ke_zero() -> None:
     assert [name for name, _, _ in IEEEX1.check(params(0.0, 0.0, 0.0))] == ["KE"]
 
 
-def test_ieee39_spreadsheet_data_violate_genrou_leakage_rule() -> None:
+def test_ieee39_spreadsheet_data_load_as_given_with_warnings() -> None:
     """``ieee39_full.raw``/``.dyr`` are written from ANDES's ieee39_full.xlsx (and checked value by
     value) by ``tests/data/psse/ieee39_from_xlsx.py``. Nine of its ten GENROU machines have
     X''d below Xl (X''d copied from the raw's ZSORCE, e.g. 0.00792 pu against Xl 0.125), which
-    PSS/E's GENROU does not admit: the pair is refused naming each record."""
+    PSS/E's data sheet does not admit but GENROU's equations can use: the pair loads as given
+    with a warning naming each record, starts at equilibrium and runs a bus fault; with
+    ``strict`` it is refused naming each record."""
+    from models.disturbances import BusFault
+    from models.scenarios import make_scenario
+    from solvers import solve
+
+    texts = ((DATA / "ieee39_full.raw").read_text(), (DATA / "ieee39_full.dyr").read_text())
+    files = {"raw_file": "ieee39_full.raw", "dyr_file": "ieee39_full.dyr"}
     with pytest.raises(ValueError) as err:
-        build_psse_case((DATA / "ieee39_full.raw").read_text(),
-                        (DATA / "ieee39_full.dyr").read_text(), "ieee39",
-                        raw_file="ieee39_full.raw", dyr_file="ieee39_full.dyr")  # fmt: skip
+        build_psse_case(*texts, "ieee39", strict=True, **files)
     message = str(err.value)
     assert message.count("must be > Xl") == 9
     assert "ieee39_full.dyr, line 1: GENROU Xd_pp = 0.00792 must be > Xl" in message
+    system = build_psse_case(*texts, "ieee39", **files)
+    warned = [w for w in system.info["warnings"] if "must be > Xl" in w]
+    assert len(warned) == 9 and all("not needed by the equations" in w for w in warned)
+    assert system.info["init_max_abs_f"] <= 1e-8 and system.info["init_max_abs_g"] <= 1e-8
+    fault = BusFault(bus="bus16", t_fault=0.1, t_clear=0.2, x=0.01)
+    result = solve(system, make_scenario(system, fault, t_end=1.0, n_eval=51), "radau", rtol=1e-5)
+    assert result.succeeded, result.message
 
 
 def test_ieee39_repaired_pair_keeps_genrou_ordering_and_adds_the_stabilizers() -> None:

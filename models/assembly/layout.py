@@ -90,15 +90,27 @@ def check_groups(groups: list[DeviceGroup], role: str) -> None:
     for grp in groups:
         if grp.model.role != role:
             raise ValueError(f"{grp.model.name} is a {grp.model.role}, not a {role}")
-        problems = grp.model.check(grp.params)
+        problems = _described(grp, grp.model.check(grp.params))
         if problems:
-            raise ValueError(
-                "; ".join(
-                    f"{grp.where[i]}: {grp.model.name} {name} = "
-                    f"{grp.params.get(name, np.full(i + 1, np.nan))[i]:g} {reason}"
-                    for name, i, reason in problems
-                )
-            )
+            raise ValueError("; ".join(problems))
+
+
+def _described(grp: DeviceGroup, problems: list) -> list[str]:
+    return [
+        f"{grp.where[i]}: {grp.model.name} {name} = "
+        f"{grp.params.get(name, np.full(i + 1, np.nan))[i]:g} {reason}"
+        for name, i, reason in problems
+    ]
+
+
+def implausible(devices: Sequence[Device | None]) -> list[str]:
+    """Each device whose data fail its model's plausibility rules (``DeviceModel.plausible``:
+    orderings that typical data satisfy and the equations do not need), said in words."""
+    out = []
+    for grp in device_groups(devices):
+        if grp.model.plausible is not None:
+            out += _described(grp, grp.model.plausible(grp.params))
+    return out
 
 
 def check_parameters(slots: Sequence[GeneratorSlot], role: str) -> None:

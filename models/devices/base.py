@@ -89,6 +89,10 @@ class DeviceModel:
     inputs: tuple[str, ...] = ()
     """``SIGNALS`` an exciter reads beyond its terminal voltage (see the module docstring)."""
     field_current: Callable | None = None
+    plausible: Callable | None = None
+    """``plausible(p) -> list[(field, index, reason)]`` like ``check``, for what typical data
+    satisfy but the equations do not need (e.g. GENROU's X''d > Xl): reported as warnings, or
+    refused where the importer is asked to be strict (``models.psse.case``, ``strict``)."""
     readings: Callable | None = None
     """``readings(values) -> list[str]``: for one record's values (name -> number), each value
     the model reads with a meaning of its own (e.g. ESDC2A's VRMAX = 0, no upper limit), said

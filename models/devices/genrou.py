@@ -46,13 +46,22 @@ def _check(p) -> list:
         out += problems_where(p[k] <= 0, k, "must be > 0")
     out += problems_where(p["D"] < 0, "D", "must be >= 0")
     out += problems_where(p["Xl"] <= 0, "Xl", "must be > 0")
-    out += problems_where(~(p["Xd_pp"] > p["Xl"]), "Xd_pp", "must be > Xl")
+    for k in ("Xd", "Xd_p", "Xq_p"):  # the flux weights and saturation divide by X - Xl
+        out += problems_where(p[k] == p["Xl"], k, "must differ from Xl (the equations divide by "
+                              "their difference)")  # fmt: skip
+    out += problems_where(p["S10"] < 0, "S10", "must be >= 0")
+    out += problems_where((p["S10"] > 0) & ~(p["S12"] > p["S10"]), "S12", "must be > S(1.0)")
+    return out
+
+
+def _plausible(p) -> list:
+    """The reactance ordering of PSS/E's data sheet, Xl < X''d <= X'q <= X'd <= Xd (X'q <= Xq):
+    what real machines satisfy, but GENROU's equations do not need (a warning by default)."""
+    out = problems_where(~(p["Xd_pp"] > p["Xl"]), "Xd_pp", "must be > Xl")
     out += problems_where(~(p["Xd_p"] > p["Xd_pp"]), "Xd_p", "must be > X''d")
     out += problems_where(~(p["Xq_p"] > p["Xd_pp"]), "Xq_p", "must be > X''q = X''d")
     out += problems_where(~(p["Xd"] >= p["Xd_p"]), "Xd", "must be >= X'd")
     out += problems_where(~(p["Xq"] >= p["Xq_p"]), "Xq", "must be >= X'q")
-    out += problems_where(p["S10"] < 0, "S10", "must be >= 0")
-    out += problems_where((p["S10"] > 0) & ~(p["S12"] > p["S10"]), "S12", "must be > S(1.0)")
     return out
 
 
@@ -165,6 +174,7 @@ GENROU = DeviceModel(
     states=("delta", "omega", "Eq_p", "psi_kd", "Ed_p", "psi_kq"),
     source="PSS(R)E Model Library, GENROU",
     check=_check,
+    plausible=_plausible,
     init=_init,
     derivatives=_derivatives,
     stator=_stator,

@@ -20,6 +20,7 @@ from models.assembly import (
     check_parameters,
     check_slots,
 )
+from models.assembly.layout import implausible
 from models.dae import DAESystem
 from models.devices import MODELS
 from models.grid import Grid
@@ -74,9 +75,15 @@ def load_psse_case(
     dyr_file: str = "case.dyr",
     substitute: bool = False,
     load_conversion: tuple[float, float, float, float] | None = LOAD_CONVERSION,
+    strict: bool = False,
 ) -> PsseCase:
     """Parse, solve the power flow, attach the dynamic records and check their parameters;
     ``substitute`` leaves unsupported controllers out with a warning (``models.psse.dyr``).
+
+    Data as given: a value the equations cannot use (a division by zero, a negative time
+    constant, an unsolvable initialization) is an error naming its record; a value they can use
+    but that fails a plausibility rule of the model (``DeviceModel.plausible``, e.g. GENROU's
+    X''d > Xl, which ANDES's own IEEE 39 data break) is a warning, or with ``strict`` an error.
 
     Loads: the dynamics use each ``.raw`` load record's constant-current (IP + jIQ) and
     constant-admittance (YP - jYQ) parts as given, and its constant-power part (PL + jQL)
@@ -156,6 +163,14 @@ def load_psse_case(
                     f"{pss.where}: {pss.model.name} stabilizer left out (its machine has no "
                     "exciter, substituted or absent; no stabilizing signal)"
                 )
+    implausible_data = [
+        f"{text} (a plausibility rule, not needed by the equations; used as given)"
+        for role in SLOT_ROLES
+        for text in implausible([s.get(role) for s in found])
+    ]
+    if implausible_data and strict:
+        raise ValueError("; ".join(t.split(" (a plausibility rule")[0] for t in implausible_data))
+    warnings += implausible_data
     slots = [
         GeneratorSlot(
             s["machine"],

@@ -43,6 +43,7 @@ def psse_options(document: dict[str, Any]) -> dict[str, Any]:
         "raw_file": document.get("raw_file", "case.raw"),
         "dyr_file": document.get("dyr_file", "case.dyr"),
         "substitute": bool(document.get("substitute", False)),
+        "strict": bool(document.get("strict", False)),
     }
     if document.get("load_conversion") is not None:
         options["load_conversion"] = tuple(document["load_conversion"])

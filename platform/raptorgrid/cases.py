@@ -223,7 +223,7 @@ def parse_pandapower(data: bytes) -> dict[str, Any]:
     return summary
 
 
-PSSE_KEYS = {"raw", "dyr", "raw_file", "dyr_file", "substitute", "load_conversion"}
+PSSE_KEYS = {"raw", "dyr", "raw_file", "dyr_file", "substitute", "load_conversion", "strict"}
 
 
 def parse_psse(data: bytes) -> dict[str, Any]:
@@ -246,8 +246,9 @@ def parse_psse(data: bytes) -> dict[str, Any]:
             isinstance(document[key], str) and 0 < len(document[key]) < 200
         ):
             raise CaseError(("body", key), "a file name of 1 to 199 characters")
-    if not isinstance(document.get("substitute", False), bool):
-        raise CaseError(("body", "substitute"), "true or false")
+    for key in ("substitute", "strict"):
+        if not isinstance(document.get(key, False), bool):
+            raise CaseError(("body", key), "true or false")
     conversion = document.get("load_conversion")
     if conversion is not None and not (
         isinstance(conversion, list) and len(conversion) == 4

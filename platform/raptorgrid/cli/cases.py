@@ -26,6 +26,13 @@ def add(
             help="leave unsupported exciters, governors and stabilizers out (stored as warnings)",
         ),
     ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="refuse data that fail a model's plausibility rules (default: warnings)",
+        ),
+    ] = False,
     api: Annotated[str | None, typer.Option("--api", help="base URL of a raptorgrid API")] = None,
 ) -> None:
     """Validate and store a PSS/E case; prints the network name campaigns use (case:<id>)."""
@@ -38,6 +45,7 @@ def add(
             "raw_file": raw.name,
             "dyr_file": dyr.name,
             "substitute": substitute,
+            "strict": strict,
         }
         if api:
             url = f"{api.rstrip('/')}/cases"
