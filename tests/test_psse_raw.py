@@ -160,5 +160,6 @@ def test_reactive_limits_are_reported_not_enforced() -> None:
     sol = solve_power_flow(net)
     assert abs(abs(sol.voltage[net.bus_names.index("bus2")]) - net.v_set[1]) < 1e-12
     assert any(
-        n.startswith("ieee14.raw: generator gen2_1 solves at Q = 30.4") for n in sol.info["q_violations"]
+        n.startswith("ieee14.raw: generator gen2_1 solves at Q = 30.4")
+        for n in sol.info["q_violations"]
     )
