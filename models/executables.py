@@ -250,7 +250,7 @@ def _entry_options(tag: str) -> dict[str, int]:
     numerical sources: after an edit of ``models``/``solvers`` that leaves a program unchanged,
     JAX's cache would hand back the program compiled under the old sources, and such a copy
     cannot be stored (serializing a deserialized executable drops its kernels: "Function ...
-    not found" when the copy runs, 2026-12-04), so every process would trace and lower it
+    not found" when the copy runs; docs/measurements.md), so every process would trace and lower it
     again. A debug option that only bounds what a buffer-assignment dump prints, set to a value
     drawn from the store entry's name (which hashes the sources and the key), gives each entry
     its own JAX key: the first compile under new sources is a real one, and is stored."""

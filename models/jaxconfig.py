@@ -15,9 +15,9 @@ module imports this).
 * Equinox's runtime checks (inside diffrax's solves: ``EQX_ON_ERROR``) return NaN instead of
   raising through a host callback. JAX neither writes a program with a host callback to its
   persistent cache nor can serialize it, so with Equinox's default every process traced and
-  compiled each diffrax solve anew (Kvaerno5 on ieee14: 11.5 s tracing + 18.8 s compiling,
-  2026-12-05). A NaN ends the solve as a non-finite failure, recorded like any other. It must
-  be set before Equinox is imported: the diffrax modules import this one first.
+  compiled each diffrax solve anew (docs/measurements.md, ``EQX_ON_ERROR``). A NaN ends the
+  solve as a non-finite failure, recorded like any other. It must be set before Equinox is
+  imported: the diffrax modules import this one first.
 """
 
 import os

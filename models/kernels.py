@@ -40,11 +40,8 @@ SAMPLE_BATCH = 32
 call per 32 samples instead of several per sample."""
 DENSE_MAX_UNKNOWNS = 250
 """Systems with at most this many unknowns (n_x + n_z) take their Jacobians by dense forward
-mode; larger ones through the coloured sparse pattern (module docstring). CPU ms per reduced
-Jacobian, dense / sparse-blocks / sparse-reduced (2026-12-03, 2 cores at load 6-8, so +-30 %):
-dq_microgrid (85) 0.50 / 0.93 / -, dq_ninebus (84) 0.65 / 0.24 / -, ieee14 (96) 0.37 / 0.25 / -,
-ieee39 (201) 1.19 / 1.54 / -, dq_ieee39 (367) 7.4 / 2.0 / 0.57, ieee118 (843) 69 / 18 / -,
-case300 (1,372) 152 / 69 / -, dq_ieee118 (1,668) 386 / 133 / 8.8 (docs/raptor.md)."""
+mode; larger ones through the coloured sparse pattern (module docstring): the crossing of the
+two costs (measured: docs/measurements.md, ``DENSE_MAX_UNKNOWNS``)."""
 JACOBIAN_MODE = "auto"
 """``auto`` (by size and pattern, above), or one of ``dense``, ``sparse-blocks``,
 ``sparse-reduced`` for every system compiled afterwards in this process (benchmarks, tests)."""

@@ -14,10 +14,8 @@ right-hand side is one evaluation of f and g. Where g_z's eigenvalues lie in the
 refused) the algebraic variables relax to g = 0 on the time
 scale eps |g_z^-1| (eps = ``EPS_PER_RTOL`` x rtol, at most ``EPS_MAX`` s): for an L-stable method
 (Radau) and BDF these modes are infinitely stiff and damped in one step, and z stays within
-O(eps |z'|) of the constraint. Measured (2026-12-03, ``benchmarks/scaling.py`` and the tests):
-IEEE 118 load step, rtol 1e-6: Radau 36 steps, 0.18 s CPU, state error 6.8e-9 against the
-reduced Radau at rtol 1e-10 (reduced Radau at rtol 1e-6: 26 steps, 1.37 s, 2.1e-8); at rtol
-1e-10 the two formulations agree to 2e-13. eps from 1e-8 to 1e-13 changed nothing measurable.
+O(eps |z'|) of the constraint (measured against the reduced ODE: docs/measurements.md,
+``solvers.scipy_dae``).
 
 Reported z at steps and samples is made consistent (sparse Newton on g_z, one iteration as a
 rule), so trajectories satisfy g = 0 like every other method's.
@@ -64,9 +62,8 @@ def embedding_stable(system: DAESystem) -> bool | None:
     modes growing like exp(lambda t / eps): at loose tolerances Radau's large steps damp them
     (its stability function vanishes at infinity) and the run looks right, but a tight
     tolerance resolves them and the state blows up at t ~ 60 eps (dq_ieee118, rtol 1e-10: at
-    t = 7e-12 s). Measured 2026-12-04: wscc9 and ieee118 stable (rightmost -0.011 and -0.0012);
-    dq_ieee39 20 of 60 and dq_ieee118 111 of 327 eigenvalues in the right half-plane (largest
-    +0.37, +1.13). Computed once per system with dense eigenvalues up to
+    t = 7e-12 s; which networks have such modes: docs/measurements.md). Computed once per
+    system with dense eigenvalues up to
     ``EMBEDDING_CHECK_MAX_NZ`` algebraic variables; None (not checked) above."""
     if system in _STABLE:
         return _STABLE[system]

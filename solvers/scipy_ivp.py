@@ -50,9 +50,8 @@ SPARSE_CAPABLE = frozenset({"radau", "bdf"})
 DAE_CAPABLE = frozenset({"radau", "bdf"})
 """Methods that integrate the epsilon-embedded DAE (``solvers.scipy_dae``)."""
 AUTO_DAE_MIN_N = 400
-"""``formulation='auto'`` integrates the DAE above this many unknowns (n_x + n_z). 1 s bus
-fault, rtol 1e-6, CPU (2026-12-03): ieee39 (201) Radau 1.04 s reduced / 0.96 s DAE, BDF 0.68 /
-1.05 s; ieee118 (843) Radau 5.68 / 1.00 s, BDF 4.15 / 1.05 s, errors equal within 30 %."""
+"""``formulation='auto'`` integrates the DAE above this many unknowns (n_x + n_z), where it
+costs less than the reduced ODE (measured: docs/measurements.md, ``AUTO_DAE_MIN_N``)."""
 SPARSE_MIN_STATES = 150
 """From this many states on, a Jacobian with at most ``SPARSE_MAX_DENSITY`` non-zeros is handed
 over in CSC form. The dq networks' reduced Jacobians are block-local (IEEE 118 dq: 1341 states);

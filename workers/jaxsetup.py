@@ -106,8 +106,7 @@ def prebuild(networks: Sequence[str], methods: Sequence[str] = ()) -> None:
 def freeze_startup_heap() -> None:
     """Take what the process holds after start-up (modules, JAX, compiled kernels, networks)
     out of the garbage collector's sight (``gc.freeze``), so a full collection walks only what
-    runs create: without it each took 180-200 ms in a process that had run wscc9 batches (one
-    per ~380 runs, 0.5 ms per run on average), and 40-55 ms with it (2026-12-05)."""
+    runs create (measured: docs/measurements.md, ``freeze_startup_heap``)."""
     import gc
 
     gc.collect()

@@ -2,8 +2,8 @@
 rest, so a redelivered message is harmless (the SQL claim admits one attempt at a time).
 
 The worker's main process imports this module only to register the task: the solver stack
-(JAX, the models, Zarr) is imported in the pool process, where it runs (2.5 s less before the
-main process is ready, measured 2026-12-03)."""
+(JAX, the models, Zarr) is imported in the pool process, where it runs (the main process is
+ready sooner: docs/measurements.md)."""
 
 from __future__ import annotations
 

@@ -19,9 +19,9 @@ from raptorgrid.settings import Settings
 
 SECONDS_PER_UNKNOWN = 2e-3
 """Prior for the solve time of one run, in CPU seconds per DAE unknown (n_x + n_z) and per
-simulated second, used until a network and method have measured runs: wscc9 (45 unknowns),
-Radau rtol 1e-4, 0.3 s load step: 0.03-0.06 s (2026-12-03, ``benchmarks/throughput.py``);
-stiffer methods and faults cost more, which only makes the batch smaller than it could be."""
+simulated second, used until a network and method have measured runs (measured:
+docs/measurements.md, ``SECONDS_PER_UNKNOWN``); stiffer methods and faults cost more, which only
+makes the batch smaller than it could be."""
 
 
 @dataclass(frozen=True)

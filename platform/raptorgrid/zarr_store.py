@@ -215,16 +215,13 @@ def result_dataset(result: SolveResult, attrs: dict[str, Any] | None = None) -> 
 
 NUMERIC_COMPRESSORS = (BloscCodec(cname="lz4", clevel=1, shuffle="shuffle"),)
 """Codec of the numeric arrays (trajectories): LZ4 over byte-shuffled float64, the fastest to
-write and to read back. On a block of 16 ieee39 Radau runs (503 KB of arrays per run) it wrote
-2.27 ms of CPU per run into 411 KB, against zarr's default Zstandard 2.96 ms into 465 KB (the
-trajectories hardly compress: no codec 1.78 ms, 503 KB); 2026-12-04, load 1.5."""
+write and to read back (measured: docs/measurements.md, ``zarr_store`` codec)."""
 
 
 COMPRESS_MIN_BYTES = 2**20
 """Smallest array compressed (bytes); smaller ones are stored raw. zarr runs each codec in a
-worker thread, and the hop costs more than the bytes it saves: a block of three ieee39 runs
-(11 arrays, 0.4 MB) encoded in 17.8 ms of CPU with LZ4, 8.8 ms without (2026-12-05), while
-the trajectories shrink by ~18 % (above). Large arrays (long runs, big blocks) still are."""
+worker thread, and for small arrays the hop costs more than the bytes it saves (measured:
+docs/measurements.md). Large arrays (long runs, big blocks) still are."""
 
 
 CHUNK_BYTES = 128 * 2**20
@@ -262,11 +259,9 @@ def write_dataset(path: Path | str, dataset: xr.Dataset | RunArrays) -> None:
 
     To a local folder, up to ``IN_MEMORY_BYTES``, zarr encodes the group into a memory store
     and the files are then written here one after the other: zarr's local store hops to a
-    thread for each of its ~35 reads and writes of a block's documents and chunks, which cost
-    68 ms of CPU for a block of three ieee39 runs against 13 ms in memory plus the files (
-    2026-12-05). ``Dataset.to_zarr`` creates and fills the arrays one after the other, each a
-    round trip to zarr's loop: 66-73 ms for a wscc9 run's ten arrays against 36-41 ms
-    concurrently through the local store (2026-12-03, ``benchmarks/throughput.py``)."""
+    thread for each of its ~35 reads and writes of a block's documents and chunks.
+    ``Dataset.to_zarr`` creates and fills the arrays one after the other, each a round trip to
+    zarr's loop (both measured: docs/measurements.md, ``write_dataset``)."""
     if isinstance(dataset, xr.Dataset):
         variables = {
             str(name): (tuple(str(d) for d in var.dims), np.asarray(var.values), dict(var.attrs))
@@ -366,9 +361,9 @@ def _fsync_tree(root: Path) -> None:
 def _sync_filesystem(path: Path) -> bool:
     """Flush the whole filesystem holding ``path`` with one ``syncfs(2)`` call (Linux): every
     file and folder written there so far is durable when it returns, as if each had been
-    fsynced. For a block of B runs this replaces 2 B + 2 fsyncs (block and pointers): measured
-    0.8-3.7 ms of fsync per pointer against 0.1-0.35 ms per run for one syncfs over 64
-    (2026-12-04). False where syncfs is unavailable or fails (the caller fsyncs file by file)."""
+    fsynced. For a block of B runs this replaces 2 B + 2 fsyncs (block and pointers; measured:
+    docs/measurements.md, ``syncfs``). False where syncfs is unavailable or fails (the caller
+    fsyncs file by file)."""
     try:
         syncfs = ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):
@@ -488,8 +483,8 @@ def write_block(
     publish pointers with. Each run's path on its row stays ``run_group_path`` (its pointer).
 
     One file, not a folder of arrays: this disk takes ~0.2 ms per file or folder created, and a
-    block as folders was ~40 of them (an array's chunk keys ``c/0/0/0`` are folders too); a
-    block of three ieee39 runs wrote in 11 ms as a zip against 33 ms as folders (2026-12-05)."""
+    block as folders was ~40 of them (an array's chunk keys ``c/0/0/0`` are folders too;
+    measured: docs/measurements.md, block files)."""
     if zarr_object.is_object_url(zarr_root) or len(runs) == 1:
         for run_id, dataset in runs:
             write_run(zarr_root, campaign_id, run_id, dataset, fsync=fsync)
@@ -548,7 +543,7 @@ def open_run(zarr_root: ZarrRoot, campaign_id: int, run_id: int) -> xr.Dataset:
     name, index = str(attrs.pop(BLOCK_ATTR)), int(attrs.pop("index"))
     if name.endswith(ZIP_SUFFIX):
         block, steps = _zip_block(store / name)
-    else:  # a block written as a group of folders (before 2026-12-05)
+    else:  # a block written as a group of folders (stores written before the zip blocks)
         block = xr.open_zarr(str(store), group=name, consolidated=False)
         steps = np.asarray(block["n_steps"].values)
     one = block.isel(run=index).drop_vars("n_steps").isel(step=slice(0, int(steps[index])))
@@ -563,8 +558,8 @@ def consolidate_campaign(zarr_root: ZarrRoot, campaign_id: int) -> None:
 
     zarr consolidates a copy of the store's metadata documents held in memory (the blocks' zip
     files are not nodes: their runs' pointers are), and the new root document replaces the old
-    in one rename. Through the local store zarr took 62 ms for a 128-run campaign, a thread hop
-    per document; 27 ms this way, the same document (2026-12-05)."""
+    in one rename (zarr's local store hops to a thread per document; measured:
+    docs/measurements.md, consolidation)."""
     store = campaign_store(zarr_root, campaign_id)
     if isinstance(store, str):
         return

@@ -17,17 +17,13 @@ slowest member ends; the rounds already share each dispatch across the members.
 
 Where it pays: nowhere measured yet, so the platform does not select it (``solvers.api.
 batch_solver`` solves RAPTOR runs one after the other); ``solve_raptor_batch`` is called directly
-by ``benchmarks/batched.py --method raptor`` and the tests. On this project's CPUs
-(measured 2026-12-04) an attempt is bound by its LAPACK work, not by dispatch (wscc9: five
-45 x 45 complex LUs take 0.65 of its 1.3 ms; SciPy's own LU of that size is 58 us, ~1 GFlop/s),
-so a vmapped attempt costs each member what it costs alone (1.24 vs 1.3 ms): a wscc9 batch of 8
-ran at 1.03x the one-at-a-time runs; on ieee39 an attempt of 8 members cost each 18.4 ms against
-10.1 ms alone. On an H200 GPU (jax 0.11.2, 2026-12-04, wall clock) every compiled call is a
-device round trip of about a millisecond, and the members' host work between the batched
-attempts (Jacobian evaluations, control) still runs one member at a time: wscc9 1 s fault runs
-took 226 / 247 / 226 ms per run at B = 1 / 8 / 64 (16 intervals; the same runs alone 225 ms),
-ieee39 582 ms alone and 1,694 ms per run at B = 8. Gathering the Jacobian evaluations into
-vmapped calls too is what an accelerator would need first.
+by ``benchmarks/batched.py --method raptor`` and the tests. On this project's CPUs an attempt
+is bound by its LAPACK work, not by dispatch, so a vmapped attempt costs each member what it
+costs alone; on a GPU every compiled call is a device round trip and the members' host work
+between the batched attempts (Jacobian evaluations, control) still runs one member at a time
+(both measured: docs/platform.md, the batched runs, and docs/measurements.md). Gathering the
+Jacobian evaluations into vmapped calls too is what an accelerator needs first
+(``solvers.raptor.device`` runs the whole interval loop on the device).
 ``MAX_WIDTH``: on XLA:CPU (jaxlib 0.10.2) a 16-member wscc9 attempt never returned (all
 threads waiting; unchanged with ``--xla_cpu_multi_thread_eigen=false``, with the ynn fusion off
 and with BLAS threads unlimited), 8 members always did.

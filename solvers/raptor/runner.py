@@ -53,10 +53,8 @@ and ieee118 (bus faults, rtol 1e-6), and each step is a sparse g_z solve on larg
 POWER_BLOCK = 4
 """Random start vectors of the block power iteration."""
 ATTAINABLE_RTOL = 1e-9
-"""Smallest rtol RAPTOR meets within 10x (``benchmarks/raptor_attainable.py``: against Radau at
-rtol 1e-12, atol = rtol / 1e4; re-measured 2026-12-03 with the one-level basis (a_max 25/9):
-ieee14 1.1 s fault 0.18x at 1e-7, 0.87x at 1e-8, 2.6x at 1e-9, 19x at 1e-10 (8,890
-intervals); Robertson to t = 40 0.01x to 0.69x down to 1e-10, 6.3x at 1e-11): the basis
+"""Smallest rtol RAPTOR meets within 10x (``benchmarks/raptor_attainable.py``; measured:
+docs/measurements.md, ``ATTAINABLE_RTOL``): the basis
 reproduces smooth trajectories only to about that level per interval
 (``Bank.consistency_error``). A smaller rtol still runs, with a warning on the result."""
 
