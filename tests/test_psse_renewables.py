@@ -184,3 +184,11 @@ def test_repca1_frequency_reading_is_the_filtered_angle_derivative() -> None:
     ferr = -r / omega_n  # -0.0133: beyond the deadband fdbd1 = -0.01, within femin
     assert float(d[5][0]) == pytest.approx(0.1 * 10 * (ferr + 0.01))  # Kig Ddn db(1 - f)
     assert float(REPCA1.derivatives(xs, sig, p)[5][0]) == 0.0  # Fflag = 0: same input, unused
+    # the same steady turning where the bus angle passes pi: no wrap, the same rate
+    theta = np.pi + 0.02  # atan2 reads -pi + 0.02
+    th, fw = theta - r * TF_FREQ, theta - r * TF_FREQ - r * TW_FREQ
+    wrapped = {**sig, "vreg_r": jnp.array([np.cos(theta)]),
+               "vreg_i": jnp.array([np.sin(theta)])}  # fmt: skip
+    xs = tuple(jnp.array([v]) for v in (1.0, 0.0, 0.0, 0.0, 0.3, 0.3, 0.3, th, fw))
+    d = REPCA1.derivatives(xs, wrapped, p)
+    assert float(d[7][0]) == pytest.approx(r) and float(d[8][0]) == pytest.approx(r)

@@ -25,8 +25,9 @@ flowing towards BUS2, the branch's own pi model with its tap; 0 without a branch
 Frequency f (pu) of the regulated bus (reading; PSS/E takes its network's bus frequency): the
 derivative of the bus-voltage angle through a lag and a washout, f = 1 + s / (omega_n (1 + s
 TW_FREQ)) 1 / (1 + s TF_FREQ) theta (states th, fw; TF_FREQ = 0.02 s, TW_FREQ = 0.1 s, the
-defaults of ANDES's BusFreq, which ANDES's REPCA1 adds at its bus and reads). The angle is
-atan2 of the bus voltage, so it must stay within (-pi, pi). The references Vref, Qref_plant,
+defaults of ANDES's BusFreq, which ANDES's REPCA1 adds at its bus and reads). th follows the
+bus angle unwrapped: its lag reads the bus voltage turned back by th, so a bus angle passing
++-pi is no frequency spike (as PVD1's measurement). The references Vref, Qref_plant,
 Plant_pref are the initial Vc, Qbranch and Pbranch. Rc, Xc are per unit on the system base (the
 branch's own base); Qbranch, Pbranch on MBASE.
 
@@ -114,9 +115,16 @@ def _derivatives(xs, sig, p):
     d_xp = non_windup(jnp.where(p["Fflag"] == 1, p["Kig"] * t["perr"], 0.0), xp, p["Pmin"],
                       p["Pmax"])  # fmt: skip
     d_pg, _ = lag(pg, t["pi"], p["Tg"])
-    theta = jnp.arctan2(sig["vreg_i"], sig["vreg_r"])
-    return (d_vcf, d_qf, d_xq, d_xl, d_pf, d_xp, d_pg, (theta - th) / TF_FREQ,
+    return (d_vcf, d_qf, d_xq, d_xl, d_pf, d_xp, d_pg, angle_ahead(sig, th) / TF_FREQ,
             (th - fw) / TW_FREQ)  # fmt: skip
+
+
+def angle_ahead(sig, th):
+    """The bus angle minus ``th``, in (-pi, pi]: the bus voltage turned back by ``th``, so the
+    measurement runs on unwrapped through a bus angle passing +-pi."""
+    sin, cos = jnp.sin(th), jnp.cos(th)
+    vr, vi = sig["vreg_r"], sig["vreg_i"]
+    return jnp.arctan2(vi * cos - vr * sin, vr * cos + vi * sin)
 
 
 def _init(sig, pref, qref, p) -> dict:
