@@ -18,7 +18,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,6 +64,20 @@ def worker_command(settings: Settings, name: str) -> list[str]:
         "--without-mingle",
         "--without-heartbeat",
     ]
+
+
+FORK_WARNING = r"os\.fork\(\) was called"
+"""JAX's warning when a process that imported it forks (``os.register_at_fork``)."""
+
+
+@contextmanager
+def exec_after_fork() -> Iterator[None]:
+    """Start subprocesses that exec at once: JAX's fork warning is a false alarm for them (the
+    child only pins its CPU and execs a new interpreter; it never touches JAX's threads), so it
+    is silenced here, and only here, instead of alarming every ``raptorgrid run``."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=FORK_WARNING, category=RuntimeWarning)
+        yield
 
 
 def _prepare_child(cpu: int) -> None:
@@ -109,7 +125,7 @@ class EmbeddedWorkers:
             # cold cluster run side by side (the compile lock makes the others load them)
             k = i % len(methods) if methods else 0
             rotated = {"RAPTORGRID_PREBUILD_METHODS": json.dumps(methods[k:] + methods[:k])}
-            with open(log_path, "wb") as sink:
+            with open(log_path, "wb") as sink, exec_after_fork():
                 process = subprocess.Popen(
                     worker_command(self.settings, name),
                     env={**env, **rotated},
